@@ -1,0 +1,5 @@
+"""python -m dpconvex"""
+
+from .cli import main
+
+main()

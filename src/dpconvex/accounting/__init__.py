@@ -1,0 +1,96 @@
+"""Privacy accounting: data-free, randomness-free privacy math.
+
+Closed-form bounds of objective perturbation and AMP (seed 000), events that
+describe mechanisms, accountants that compose them with dp_accounting's events
+(PLD or RDP), RDP-to-DP conversions, and safe-side calibration.
+"""
+
+from .accountants import (
+    DEFAULT_RDP_ORDERS,
+    PLDAccountant,
+    PrivacyAccountant,
+    RdpAccountant,
+    UnsupportedEventError,
+)
+from .calibration import CalibrationError, calibrate, smallest_epsilon
+from .calibrators import (
+    AMP_DEFAULTS,
+    AmpCalibration,
+    amp_parameters,
+    dpsgd_noise_multiplier,
+    gaussian_sigma,
+)
+from .conversions import (
+    delta_from_rdp,
+    delta_from_rdp_curve,
+    epsilon_from_rdp,
+    epsilon_from_rdp_curve,
+)
+from .events import (
+    AmpDpEvent,
+    ComposedDpEvent,
+    GaussianDpEvent,
+    ObjectivePerturbationDpEvent,
+    PoissonSampledDpEvent,
+    RepeatAndSelectDpEvent,
+    SelfComposedDpEvent,
+    dpsgd_event,
+    tuned_event,
+)
+from .gaussian import gaussian_delta, gaussian_epsilon, gaussian_rdp
+from .objpert import (
+    DominatingPair,
+    amp_rdp,
+    gaussian_lower_bound_delta,
+    gaussian_lower_bound_epsilon,
+    half_normal_log_mgf,
+    jacobian_term,
+    kifer_delta,
+    kifer_epsilon,
+    objpert_delta,
+    objpert_epsilon,
+    objpert_rdp,
+)
+
+__all__ = [
+    "AMP_DEFAULTS",
+    "DEFAULT_RDP_ORDERS",
+    "AmpCalibration",
+    "AmpDpEvent",
+    "CalibrationError",
+    "ComposedDpEvent",
+    "DominatingPair",
+    "GaussianDpEvent",
+    "ObjectivePerturbationDpEvent",
+    "PLDAccountant",
+    "PoissonSampledDpEvent",
+    "PrivacyAccountant",
+    "RdpAccountant",
+    "RepeatAndSelectDpEvent",
+    "SelfComposedDpEvent",
+    "UnsupportedEventError",
+    "amp_parameters",
+    "amp_rdp",
+    "calibrate",
+    "delta_from_rdp",
+    "delta_from_rdp_curve",
+    "dpsgd_event",
+    "dpsgd_noise_multiplier",
+    "epsilon_from_rdp",
+    "epsilon_from_rdp_curve",
+    "gaussian_delta",
+    "gaussian_epsilon",
+    "gaussian_lower_bound_delta",
+    "gaussian_lower_bound_epsilon",
+    "gaussian_rdp",
+    "gaussian_sigma",
+    "half_normal_log_mgf",
+    "jacobian_term",
+    "kifer_delta",
+    "kifer_epsilon",
+    "objpert_delta",
+    "objpert_epsilon",
+    "objpert_rdp",
+    "smallest_epsilon",
+    "tuned_event",
+]

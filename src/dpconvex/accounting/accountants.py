@@ -1,0 +1,272 @@
+"""Accountants that price dpconvex's events together with dp_accounting's.
+
+:class:`RdpAccountant` and :class:`PLDAccountant` extend Google's
+``dp_accounting`` accountants: they recognise :class:`ObjectivePerturbationDpEvent`
+and :class:`AmpDpEvent` and hand every other event (Gaussian, Poisson-subsampled
+Gaussian, repeat-and-select tuning, compositions, ...) to dp_accounting. Because
+dp_accounting's repeat-and-select recursion calls back into ``_maybe_compose``,
+Papernot-Steinke tuning of our own mechanisms works unchanged.
+
+:class:`PrivacyAccountant` is the front door: ``compose(event, count)``,
+``get_epsilon(delta)``, ``get_delta(epsilon)``, with ``accounting`` "pld",
+"rdp", or "auto" (PLD when every composed event supports it, else RDP).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from dp_accounting import dp_event, privacy_accountant
+from dp_accounting.pld import pld_privacy_accountant
+from dp_accounting.rdp import rdp_privacy_accountant
+
+from .. import _validation as v
+from . import pld as _pld
+from .conversions import CONVERSIONS, delta_from_rdp, epsilon_from_rdp
+from .events import AmpDpEvent, ObjectivePerturbationDpEvent
+from .objpert import amp_rdp, objpert_rdp
+
+NeighboringRelation = privacy_accountant.NeighboringRelation
+UnsupportedEventError = privacy_accountant.UnsupportedEventError
+_CompositionError = privacy_accountant.PrivacyAccountant.CompositionErrorDetails
+_ADD_REMOVE = NeighboringRelation.ADD_OR_REMOVE_ONE
+
+#: Default RDP orders: fractional orders where the optimum of small-noise
+#: mechanisms lies, integers above (dp_accounting's subsampled-Gaussian RDP is
+#: exact and fast at integer orders), and a few large orders for large noise.
+DEFAULT_RDP_ORDERS = np.array(
+    sorted(
+        set(np.round(1.0 + np.geomspace(0.01, 10.0, 80), 10).tolist())
+        | set(range(11, 257))
+        | {320, 400, 512, 640, 800, 1024, 1536, 2048, 4096}
+    ),
+    dtype=float,
+)
+
+ACCOUNTINGS = ("auto", "pld", "rdp")
+
+
+def _our_rdp(event: dp_event.DpEvent, orders: np.ndarray) -> np.ndarray | None:
+    if isinstance(event, ObjectivePerturbationDpEvent):
+        return np.asarray(
+            objpert_rdp(
+                orders, sigma=event.sigma, lam=event.lam, beta=event.beta, lipschitz=event.lipschitz
+            )
+        )
+    if isinstance(event, AmpDpEvent):
+        return np.asarray(
+            amp_rdp(
+                orders,
+                sigma=event.sigma,
+                lam=event.lam,
+                beta=event.beta,
+                lipschitz=event.lipschitz,
+                tau=event.tau,
+                sigma_out=event.sigma_out,
+            )
+        )
+    return None
+
+
+def _our_loss_pmf(event: dp_event.DpEvent, h: float) -> _pld.LossPmf | None:
+    if isinstance(event, ObjectivePerturbationDpEvent):
+        return _pld.objpert_loss_pmf(event.sigma, event.lam, event.beta, event.lipschitz, h)
+    if isinstance(event, AmpDpEvent):
+        return _pld.amp_loss_pmf(
+            event.sigma, event.lam, event.beta, event.lipschitz, event.tau, event.sigma_out, h
+        )
+    return None
+
+
+_OURS = (ObjectivePerturbationDpEvent, AmpDpEvent)
+
+
+def _relation_error(event: dp_event.DpEvent, relation) -> _CompositionError:
+    return _CompositionError(
+        invalid_event=event,
+        error_message=(
+            f"{type(event).__name__} is analysed for add/remove neighbours only "
+            f"(seed 000, §2); found {relation}"
+        ),
+    )
+
+
+class RdpAccountant(rdp_privacy_accountant.RdpAccountant):
+    """dp_accounting's RDP accountant, extended with objective perturbation and AMP.
+
+    Objective perturbation is priced by seed 000 Thm 3.2, AMP by Thm 4.1.
+    """
+
+    def __init__(self, orders=None, neighboring_relation: NeighboringRelation = _ADD_REMOVE):
+        orders = DEFAULT_RDP_ORDERS if orders is None else np.asarray(orders, dtype=float)
+        if orders.ndim != 1 or orders.size == 0 or np.isnan(orders).any() or (orders < 1).any():
+            raise ValueError("RDP orders must be a non-empty list of numbers >= 1")
+        super().__init__(list(orders), neighboring_relation)
+
+    def _maybe_compose(self, event, count, do_compose):
+        if isinstance(event, _OURS):
+            if self.neighboring_relation is not _ADD_REMOVE:
+                return _relation_error(event, self.neighboring_relation)
+            if do_compose:
+                self._rdp += count * _our_rdp(event, self._orders)
+            return None
+        return super()._maybe_compose(event, count, do_compose)
+
+
+class PLDAccountant(pld_privacy_accountant.PLDAccountant):
+    """dp_accounting's PLD accountant extended with objective perturbation and AMP.
+
+    Objective perturbation enters through its dominating pair (seed 000, App. D.3),
+    AMP through that pair composed with its Gaussian output step (§D.3.1); both
+    also under Poisson subsampling (:func:`dpconvex.accounting.pld.poisson_subsample`).
+    Discretization is pessimistic, so reported epsilons are upper bounds.
+    """
+
+    def _our_pld(self, event):
+        h = self._value_discretization_interval
+        if isinstance(event, _OURS):
+            return _pld.to_pld(_our_loss_pmf(event, h))
+        if isinstance(event, dp_event.PoissonSampledDpEvent) and isinstance(event.event, _OURS):
+            return _pld.to_pld(
+                *_pld.poisson_subsample(_our_loss_pmf(event.event, h), event.sampling_probability)
+            )
+        return None
+
+    def _maybe_compose(self, event, count, do_compose):
+        inner = event.event if isinstance(event, dp_event.PoissonSampledDpEvent) else event
+        if isinstance(inner, _OURS):
+            if self.neighboring_relation is not _ADD_REMOVE:
+                return _relation_error(inner, self.neighboring_relation)
+            if do_compose and not (
+                isinstance(event, dp_event.PoissonSampledDpEvent)
+                and event.sampling_probability == 0
+            ):
+                self._pld = self._pld.compose(self._our_pld(event).self_compose(count))
+            return None
+        return super()._maybe_compose(event, count, do_compose)
+
+
+class PrivacyAccountant:
+    """Compose events; report epsilon(delta) and delta(epsilon) by PLD or RDP accounting.
+
+    Args:
+        accounting: ``"pld"`` (numerically tight privacy-loss distributions),
+            ``"rdp"`` (Renyi DP, converted with ``conversion``) or ``"auto"``
+            (default: PLD when it supports every composed event, otherwise RDP —
+            repeat-and-select tuning is RDP-only).
+        orders: RDP orders. By default :data:`DEFAULT_RDP_ORDERS`, after which
+            the best order is refined on a fine grid between its neighbours
+            (every order gives a valid bound, so this is safe). Explicit orders
+            are used exactly as given.
+        value_discretization_interval: PLD grid step.
+        conversion: RDP-to-DP conversion, ``"improved"`` or ``"standard"``
+            (see :mod:`dpconvex.accounting.conversions`).
+
+    Example:
+        >>> acc = PrivacyAccountant().compose(ObjectivePerturbationDpEvent(5.0, 20.0, 1.0, 1.0))
+        >>> round(acc.get_epsilon(1e-5), 3)
+        0.811
+    """
+
+    def __init__(
+        self,
+        accounting: str = "auto",
+        *,
+        orders=None,
+        value_discretization_interval: float = 1e-4,
+        conversion: str = "improved",
+    ):
+        if accounting not in ACCOUNTINGS:
+            raise ValueError(f"accounting must be one of {ACCOUNTINGS}, got {accounting!r}")
+        if conversion not in CONVERSIONS:
+            raise ValueError(f"conversion must be one of {CONVERSIONS}, got {conversion!r}")
+        self.accounting = accounting
+        self.conversion = conversion
+        self._refine = orders is None
+        self._orders = RdpAccountant(orders).orders
+        self._h = v.positive("value_discretization_interval", value_discretization_interval)
+        self._events: list[dp_event.DpEvent] = []
+        self._cache: dict = {}
+
+    # -- composition ---------------------------------------------------------
+    def compose(self, event: dp_event.DpEvent, count: int = 1) -> PrivacyAccountant:
+        """Add ``count`` adaptive compositions of ``event``; returns ``self``."""
+        if not isinstance(event, dp_event.DpEvent):
+            raise TypeError(f"event must be a DpEvent, got {type(event).__name__}")
+        count = v.positive_int("count", count)
+        candidate = event if count == 1 else dp_event.SelfComposedDpEvent(event, count)
+        ledger = dp_event.ComposedDpEvent([*self._events, candidate])
+        self._pick_accounting(ledger)  # raises UnsupportedEventError early
+        self._events.append(candidate)
+        self._cache.clear()
+        return self
+
+    @property
+    def ledger(self) -> dp_event.DpEvent:
+        """Everything composed so far, as one dp_accounting event."""
+        return dp_event.ComposedDpEvent(list(self._events))
+
+    @property
+    def accounting_used(self) -> str:
+        """``"pld"`` or ``"rdp"``: what :meth:`get_epsilon` uses for the current ledger."""
+        return self._pick_accounting(self.ledger)
+
+    def _pick_accounting(self, ledger: dp_event.DpEvent) -> str:
+        pld_ok = PLDAccountant(value_discretization_interval=self._h).supports(ledger)
+        rdp_ok = RdpAccountant(self._orders).supports(ledger)
+        if self.accounting == "pld" and pld_ok:
+            return "pld"
+        if self.accounting == "rdp" and rdp_ok:
+            return "rdp"
+        if self.accounting == "auto" and (pld_ok or rdp_ok):
+            return "pld" if pld_ok else "rdp"
+        which = "PLD or RDP" if self.accounting == "auto" else self.accounting.upper()
+        raise UnsupportedEventError(
+            f"{which} accounting does not support this composition: {ledger}"
+        )
+
+    # -- queries -------------------------------------------------------------
+    def _pld(self):
+        if "pld" not in self._cache:
+            acc = PLDAccountant(value_discretization_interval=self._h)
+            self._cache["pld"] = acc.compose(self.ledger)
+        return self._cache["pld"]
+
+    def rdp(self, orders=None) -> np.ndarray:
+        """RDP of the composition at ``orders`` (default: this accountant's orders)."""
+        orders = self._orders if orders is None else np.asarray(orders, dtype=float)
+        key = ("rdp", orders.tobytes())
+        if key not in self._cache:
+            self._cache[key] = RdpAccountant(orders).compose(self.ledger).rdp
+        return self._cache[key]
+
+    def _refined_orders(self, alpha: float) -> np.ndarray | None:
+        if not self._refine:
+            return None
+        i = int(np.searchsorted(self._orders, alpha))
+        lo = self._orders[max(i - 1, 0)]
+        hi = self._orders[min(i + 1, self._orders.size - 1)]
+        if hi <= lo or lo <= 1.0:
+            return None
+        return 1.0 + np.geomspace(lo - 1.0, hi - 1.0, 41)
+
+    def get_epsilon(self, delta: float) -> float:
+        """Epsilon of the composition at ``delta`` (an upper bound)."""
+        delta = v.probability_open("delta", delta)
+        if self.accounting_used == "pld":
+            return float(self._pld().get_epsilon(delta))
+        eps, alpha = epsilon_from_rdp(self._orders, self.rdp(), delta, self.conversion)
+        fine = self._refined_orders(alpha)
+        if fine is not None:
+            eps = min(eps, epsilon_from_rdp(fine, self.rdp(fine), delta, self.conversion)[0])
+        return eps
+
+    def get_delta(self, epsilon: float) -> float:
+        """Delta of the composition at ``epsilon`` (an upper bound)."""
+        epsilon = v.nonnegative("epsilon", epsilon)
+        if self.accounting_used == "pld":
+            return float(self._pld().get_delta(epsilon))
+        delta, alpha = delta_from_rdp(self._orders, self.rdp(), epsilon, self.conversion)
+        fine = self._refined_orders(alpha)
+        if fine is not None:
+            delta = min(delta, delta_from_rdp(fine, self.rdp(fine), epsilon, self.conversion)[0])
+        return delta

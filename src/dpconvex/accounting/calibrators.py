@@ -1,0 +1,187 @@
+"""Noise calibration for the Gaussian mechanism, DP-SGD and AMP.
+
+All of them go through :func:`dpconvex.accounting.calibration.calibrate`, so the
+epsilon each reports for the returned parameters never exceeds the target.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from .. import _validation as v
+from .accountants import PrivacyAccountant
+from .calibration import CalibrationError, calibrate
+from .events import AmpDpEvent, dpsgd_event, tuned_event
+from .gaussian import gaussian_delta
+
+#: The paper's AMP settings for logistic loss on unit rows plus a bias (seed 000
+#: §5, spec/objpert.md §3): ||(x, 1)|| <= sqrt 2 so C = L = sqrt 2, beta = 1/4 * 2.
+AMP_DEFAULTS = {
+    "beta": 0.5,
+    "lipschitz": math.sqrt(2.0),
+    "tau": 0.01,
+    "sigma_out": 0.15,
+    "noise_factor": 1.3,
+}
+
+
+def gaussian_sigma(epsilon: float, delta: float, sensitivity: float = 1.0) -> float:
+    """Smallest noise std making the Gaussian mechanism (epsilon, delta)-DP (analytic Gaussian).
+
+    Uses the exact profile of seed 000 eq. (B.1) (Balle & Wang 2018); the
+    returned sigma satisfies gaussian_delta(epsilon; sensitivity, sigma) <= delta.
+    """
+    epsilon = v.positive("epsilon", epsilon)
+    delta = v.probability_open("delta", delta)
+    sensitivity = v.positive("sensitivity", sensitivity)
+    return calibrate(
+        lambda s: gaussian_delta(epsilon, sensitivity, s),
+        delta,
+        0.5 * sensitivity,
+        2.0 * sensitivity,
+        decreasing=True,
+        floor=1e-300,
+        rtol=1e-10,
+    )
+
+
+def _epsilon_of(event, delta: float, accounting: str, orders=None) -> float:
+    return PrivacyAccountant(accounting, orders=orders).compose(event).get_epsilon(delta)
+
+
+def dpsgd_noise_multiplier(
+    epsilon: float,
+    delta: float,
+    sampling_rate: float,
+    steps: int,
+    *,
+    tuning_mu: float | None = None,
+    tuning_shape: float = math.inf,
+    accounting: str = "auto",
+    orders=None,
+    rtol: float = 1e-5,
+) -> float:
+    """Smallest DP-SGD noise multiplier meeting (epsilon, delta), with or without honest tuning.
+
+    Without tuning the event is ``steps`` Poisson-subsampled Gaussians (PLD by
+    default). With ``tuning_mu`` the event is Papernot-Steinke repeat-and-select
+    with a random number of runs of mean ``tuning_mu`` (Poisson for
+    ``tuning_shape = inf``, else truncated negative binomial), priced by RDP.
+    ``orders`` are passed to :class:`PrivacyAccountant` for RDP accounting.
+    """
+    epsilon = v.positive("epsilon", epsilon)
+    delta = v.probability_open("delta", delta)
+
+    def make(z: float):
+        event = dpsgd_event(z, sampling_rate, steps)
+        return event if tuning_mu is None else tuned_event(event, tuning_mu, tuning_shape)
+
+    make(1.0)  # validate the other arguments before searching
+    return calibrate(
+        lambda z: _epsilon_of(make(z), delta, accounting, orders),
+        epsilon,
+        0.5,
+        2.0,
+        decreasing=True,
+        floor=1e-6,
+        rtol=rtol,
+    )
+
+
+@dataclass(frozen=True)
+class AmpCalibration:
+    """Result of :func:`amp_parameters`: the event to run and what it achieves."""
+
+    sigma: float
+    lam: float
+    epsilon: float
+    delta: float
+    sigma_gaussian: float
+    accounting: str
+    event: AmpDpEvent
+
+
+def amp_parameters(
+    epsilon: float,
+    delta: float,
+    *,
+    accounting: str = "rdp",
+    beta: float = AMP_DEFAULTS["beta"],
+    lipschitz: float = AMP_DEFAULTS["lipschitz"],
+    tau: float = AMP_DEFAULTS["tau"],
+    sigma_out: float = AMP_DEFAULTS["sigma_out"],
+    noise_factor: float = AMP_DEFAULTS["noise_factor"],
+    lam: float | None = None,
+    lam_growth: float = 1.05,
+    max_grid_steps: int = 2000,
+    rtol: float = 1e-6,
+) -> AmpCalibration:
+    """(sigma, lam) for Algorithm 1 by the rule of seed 000 §5 (spec/objpert.md §3).
+
+    sigma_G = lipschitz * (analytic-Gaussian sigma for sensitivity 1); lam runs
+    over the grid (2 beta / epsilon) * lam_growth^k, skipping lam <= beta, and the
+    first lam whose calibrated sigma is <= noise_factor * sigma_G is taken; sigma
+    is then the smallest noise meeting (epsilon, delta) at that lam. Because
+    epsilon falls as sigma grows, "calibrated sigma <= f sigma_G" is checked as
+    "epsilon at f sigma_G <= target". ``accounting="rdp"`` prices AMP by Thm 4.1
+    with the improved conversion, as in the paper; ``"pld"`` by its privacy-loss
+    distribution, which is tighter: at a given lam it needs less sigma, so the
+    same rule stops at a smaller lam (less regularization) for a sigma of about
+    the same size. Pass ``lam`` to skip the grid and calibrate sigma at that lam
+    (then ``noise_factor`` only bounds the search and is not a stopping rule).
+
+    Unlike the authors' code, the returned lam is the one sigma was calibrated
+    for (their loop returns 1.05 times it). All parameters are data-independent.
+    """
+    epsilon = v.positive("epsilon", epsilon)
+    delta = v.probability_open("delta", delta)
+    if accounting not in ("rdp", "pld"):
+        raise ValueError(f"accounting must be 'rdp' or 'pld', got {accounting!r}")
+    beta = v.nonnegative("beta", beta)
+    lipschitz = v.positive("lipschitz", lipschitz)
+    tau = v.positive("tau", tau)
+    sigma_out = v.positive("sigma_out", sigma_out)
+    noise_factor = v.positive("noise_factor", noise_factor)
+    if lam_growth <= 1:
+        raise ValueError(f"lam_growth must be > 1, got {lam_growth}")
+    sigma_gaussian = lipschitz * gaussian_sigma(epsilon, delta, 1.0)
+    sigma_cap = noise_factor * sigma_gaussian
+
+    def eps_at(sigma: float, lam: float) -> float:
+        event = AmpDpEvent(sigma, lam, beta, lipschitz, tau, sigma_out)
+        return _epsilon_of(event, delta, accounting)
+
+    def result(lam: float, ceiling: float | None) -> AmpCalibration:
+        sigma = calibrate(
+            lambda s: eps_at(s, lam),
+            epsilon,
+            0.5 * sigma_cap,
+            sigma_cap,
+            decreasing=True,
+            floor=1e-6,
+            ceiling=ceiling,
+            rtol=rtol,
+        )
+        event = AmpDpEvent(sigma, lam, beta, lipschitz, tau, sigma_out)
+        return AmpCalibration(
+            sigma=sigma,
+            lam=lam,
+            epsilon=_epsilon_of(event, delta, accounting),
+            delta=delta,
+            sigma_gaussian=sigma_gaussian,
+            accounting=accounting,
+            event=event,
+        )
+
+    if lam is not None:
+        lam, _ = v.regularization_exceeds_smoothness(lam, beta)
+        return result(lam, None)
+    lam = (2.0 * beta / epsilon) if beta > 0 else 1.0 / epsilon
+    for _ in range(max_grid_steps):
+        if lam > beta and eps_at(sigma_cap, lam) <= epsilon:
+            return result(lam, sigma_cap)
+        lam *= lam_growth
+    raise CalibrationError(
+        f"no lam on the grid reaches epsilon={epsilon} with sigma <= {noise_factor} * sigma_G"
+    )

@@ -1,0 +1,108 @@
+"""Immutable descriptions (DpEvents) of dpconvex's mechanisms.
+
+They subclass ``dp_accounting.dp_event.DpEvent``, so they nest inside
+dp_accounting's own events (``ComposedDpEvent``, ``SelfComposedDpEvent``,
+``PoissonSampledDpEvent``, ``RepeatAndSelectDpEvent``) and are priced by the
+accountants of :mod:`dpconvex.accounting.accountants`. An event holds only
+data-independent parameters; parameters are validated on construction.
+"""
+
+from __future__ import annotations
+
+import math
+
+import attr
+from dp_accounting import dp_event
+
+from .. import _validation as v
+
+# Re-exported so that users can build every event from one module.
+ComposedDpEvent = dp_event.ComposedDpEvent
+SelfComposedDpEvent = dp_event.SelfComposedDpEvent
+PoissonSampledDpEvent = dp_event.PoissonSampledDpEvent
+GaussianDpEvent = dp_event.GaussianDpEvent
+RepeatAndSelectDpEvent = dp_event.RepeatAndSelectDpEvent
+DpEvent = dp_event.DpEvent
+
+
+def _positive(name):
+    def check(instance, attribute, value):
+        v.positive(name, value)
+
+    return check
+
+
+def _check_lam_beta(instance, attribute, value):
+    v.regularization_exceeds_smoothness(instance.lam, instance.beta)
+
+
+@attr.s(frozen=True, slots=True, auto_attribs=True)
+class ObjectivePerturbationDpEvent(DpEvent):
+    """Objective perturbation: release argmin sum_i f(x_i^T theta) + lam/2 ||theta||^2 + b^T theta.
+
+    The noise is b ~ N(0, sigma^2 I) and the release is the exact minimizer.
+
+    Priced by seed 000, Thm 3.1 / App. D.3 (PLD) and Thm 3.2 (RDP). Valid for GLM
+    losses with f beta-smooth, per-example gradient norm <= ``lipschitz`` and
+    ``lam > beta``; add/remove neighbours.
+    """
+
+    sigma: float = attr.ib(validator=_positive("sigma"))
+    lam: float = attr.ib(validator=_check_lam_beta)
+    beta: float = attr.ib(validator=_check_lam_beta)
+    lipschitz: float = attr.ib(validator=_positive("lipschitz"))
+
+
+@attr.s(frozen=True, slots=True, auto_attribs=True)
+class AmpDpEvent(DpEvent):
+    """Algorithm 1 of seed 000 (AMP with gradient clipping): approximate minimizer + output noise.
+
+    Objective perturbation (``sigma``, ``lam``, ``beta``, ``lipschitz`` = clip
+    threshold C) solved to ||grad L^P|| <= ``tau``, then N(0, sigma_out^2 I) added.
+    Priced by Thm 4.1 (RDP) and by the PLRV of objective perturbation summed with
+    the Gaussian PLRV of sensitivity 2 tau / lam (§D.3.1).
+    """
+
+    sigma: float = attr.ib(validator=_positive("sigma"))
+    lam: float = attr.ib(validator=_check_lam_beta)
+    beta: float = attr.ib(validator=_check_lam_beta)
+    lipschitz: float = attr.ib(validator=_positive("lipschitz"))
+    tau: float = attr.ib(validator=_positive("tau"))
+    sigma_out: float = attr.ib(validator=_positive("sigma_out"))
+
+    @property
+    def objective_perturbation(self) -> ObjectivePerturbationDpEvent:
+        return ObjectivePerturbationDpEvent(self.sigma, self.lam, self.beta, self.lipschitz)
+
+    @property
+    def output_noise_multiplier(self) -> float:
+        """sigma_out / (2 tau / lam): the output step as a unit-sensitivity Gaussian."""
+        return self.sigma_out * self.lam / (2.0 * self.tau)
+
+
+def dpsgd_event(noise_multiplier: float, sampling_rate: float, steps: int) -> DpEvent:
+    """DP-SGD with Poisson subsampling: ``steps`` compositions of the subsampled Gaussian.
+
+    ``noise_multiplier`` is the noise standard deviation divided by the clipping
+    norm, ``sampling_rate`` the Poisson inclusion probability.
+    """
+    v.positive("noise_multiplier", noise_multiplier)
+    q = v.sampling_rate("sampling_rate", sampling_rate)
+    steps = v.positive_int("steps", steps)
+    return SelfComposedDpEvent(PoissonSampledDpEvent(q, GaussianDpEvent(noise_multiplier)), steps)
+
+
+def tuned_event(event: DpEvent, mean: float, shape: float = math.inf) -> DpEvent:
+    """Papernot-Steinke private selection: run ``event`` K times, release the best run.
+
+    K ~ Poisson(mean) for ``shape = inf`` (Papernot & Steinke 2022, Thm 6) or
+    truncated negative binomial with that shape and mean for 0 <= shape < inf
+    (Thm 2; shape 1 is geometric, 0 logarithmic). Priced by RDP only.
+    """
+    mean = v.finite("mean", mean)
+    if mean < 1:
+        raise ValueError(f"mean number of runs must be >= 1, got {mean}")
+    shape = float(shape)
+    if math.isnan(shape) or shape < 0:
+        raise ValueError(f"shape must be >= 0 (inf for Poisson), got {shape}")
+    return RepeatAndSelectDpEvent(event, mean, shape)

@@ -1,0 +1,292 @@
+"""The ``dpconvex`` command line: privacy accounting, calibration and plots.
+
+Results print as a readable table, or as JSON with ``--json``. Bad arguments
+exit with status 2 and one line on stderr that names the problem.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+
+import click
+
+from . import __version__
+from .accounting import (
+    AMP_DEFAULTS,
+    AmpDpEvent,
+    ObjectivePerturbationDpEvent,
+    PrivacyAccountant,
+    UnsupportedEventError,
+    amp_parameters,
+    amp_rdp,
+    dpsgd_event,
+    dpsgd_noise_multiplier,
+    epsilon_from_rdp_curve,
+    gaussian_lower_bound_epsilon,
+    kifer_epsilon,
+    objpert_epsilon,
+    objpert_rdp,
+    tuned_event,
+)
+
+
+def _emit(result: dict, as_json: bool) -> None:
+    if as_json:
+        click.echo(json.dumps(result, indent=2))
+        return
+    width = max(len(k) for k in result)
+    for key, value in result.items():
+        if value is None:
+            shown = "null"
+        elif isinstance(value, float):
+            shown = f"{value:.8g}"
+        else:
+            shown = str(value)
+        click.echo(f"{key:<{width}}  {shown}")
+
+
+json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+delta_option = click.option("--delta", type=float, required=True, help="Target delta, in (0, 1).")
+
+
+def _objpert_options(func):
+    for opt in reversed(
+        [
+            click.option("--sigma", type=float, required=True, help="Objective noise std."),
+            click.option("--lam", type=float, required=True, help="Regularization (> beta)."),
+            click.option("--beta", type=float, required=True, help="Smoothness of the loss."),
+            click.option(
+                "--lipschitz", type=float, required=True, help="Per-example gradient-norm bound L."
+            ),
+        ]
+    ):
+        func = opt(func)
+    return func
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="dpconvex")
+def cli() -> None:
+    """Differentially private convex learning with tight, tested privacy accounting."""
+
+
+@cli.group()
+def account() -> None:
+    """Epsilon of a mechanism at a given delta."""
+
+
+@account.command("objpert")
+@_objpert_options
+@delta_option
+@click.option("--compositions", type=int, default=1, show_default=True, help="K-fold composition.")
+@json_option
+def account_objpert(sigma, lam, beta, lipschitz, delta, compositions, as_json):
+    """Objective perturbation (seed 000: Thms 2.8, 3.1, 3.2, Lemma 3.4, App. D.3).
+
+    epsilon is the tightest available bound (Thm 3.1 for one run, the
+    privacy-loss distribution for K > 1); epsilon_rdp is Thm 3.2 with the
+    improved conversion; epsilon_kifer is Thm 2.8 (null for K > 1, where it
+    gives no guarantee); epsilon_lower_bound is the Gaussian mechanism of the
+    same sigma and L composed K times, below which no bound can go.
+    """
+    kw = {"sigma": sigma, "lam": lam, "beta": beta, "lipschitz": lipschitz}
+    event = ObjectivePerturbationDpEvent(sigma, lam, beta, lipschitz)
+    if compositions < 1:
+        raise ValueError(f"compositions must be a positive integer, got {compositions}")
+    if compositions == 1:
+        epsilon = objpert_epsilon(delta, **kw)
+    else:
+        epsilon = PrivacyAccountant("pld").compose(event, compositions).get_epsilon(delta)
+    epsilon_rdp = epsilon_from_rdp_curve(lambda a: compositions * objpert_rdp(a, **kw), delta)
+    _emit(
+        {
+            "epsilon": epsilon,
+            "epsilon_rdp": epsilon_rdp,
+            "epsilon_kifer": kifer_epsilon(delta, **kw) if compositions == 1 else None,
+            "epsilon_lower_bound": gaussian_lower_bound_epsilon(
+                delta, sigma=sigma, lipschitz=lipschitz, compositions=compositions
+            ),
+            "delta": delta,
+            "compositions": compositions,
+        },
+        as_json,
+    )
+
+
+@account.command("amp")
+@_objpert_options
+@click.option("--tau", type=float, required=True, help="Gradient-norm certificate of the solver.")
+@click.option("--sigma-out", type=float, required=True, help="Output noise std.")
+@delta_option
+@json_option
+def account_amp(sigma, lam, beta, lipschitz, tau, sigma_out, delta, as_json):
+    """Algorithm 1 / AMP (seed 000, Thm 4.1): PLD epsilon and RDP epsilon."""
+    event = AmpDpEvent(sigma, lam, beta, lipschitz, tau, sigma_out)
+    kw = {"sigma": sigma, "lam": lam, "beta": beta, "lipschitz": lipschitz}
+    _emit(
+        {
+            "epsilon": PrivacyAccountant("pld").compose(event).get_epsilon(delta),
+            "epsilon_rdp": epsilon_from_rdp_curve(
+                lambda a: amp_rdp(a, tau=tau, sigma_out=sigma_out, **kw), delta
+            ),
+            "delta": delta,
+        },
+        as_json,
+    )
+
+
+def _dpsgd(noise_multiplier, sampling_rate, steps, tuning_mu, tuning_shape):
+    event = dpsgd_event(noise_multiplier, sampling_rate, steps)
+    return event if tuning_mu is None else tuned_event(event, tuning_mu, tuning_shape)
+
+
+tuning_options = [
+    click.option(
+        "--tuning-mu",
+        type=float,
+        default=None,
+        help="Mean number of runs of Papernot-Steinke tuning (RDP accounting).",
+    ),
+    click.option(
+        "--tuning-shape",
+        type=float,
+        default=math.inf,
+        show_default="inf (Poisson)",
+        help="Truncated negative binomial shape of the number of runs.",
+    ),
+]
+
+
+def _with(options):
+    def apply(func):
+        for opt in reversed(options):
+            func = opt(func)
+        return func
+
+    return apply
+
+
+@account.command("dpsgd")
+@click.option("--noise-multiplier", type=float, required=True, help="Noise std / clipping norm.")
+@click.option("--sampling-rate", type=float, required=True, help="Poisson sampling rate q.")
+@click.option("--steps", type=int, required=True, help="Number of noisy steps.")
+@delta_option
+@_with(tuning_options)
+@json_option
+def account_dpsgd(noise_multiplier, sampling_rate, steps, delta, tuning_mu, tuning_shape, as_json):
+    """DP-SGD with Poisson subsampling, optionally with honest tuning."""
+    event = _dpsgd(noise_multiplier, sampling_rate, steps, tuning_mu, tuning_shape)
+    auto = PrivacyAccountant("auto").compose(event)
+    _emit(
+        {
+            "epsilon": auto.get_epsilon(delta),
+            "accounting": auto.accounting_used,
+            "epsilon_rdp": PrivacyAccountant("rdp").compose(event).get_epsilon(delta),
+            "delta": delta,
+        },
+        as_json,
+    )
+
+
+@cli.group()
+def calibrate() -> None:
+    """Noise parameters that meet an (epsilon, delta) budget."""
+
+
+@calibrate.command("amp")
+@click.option("--epsilon", type=float, required=True, help="Target epsilon.")
+@delta_option
+@click.option("--accounting", type=click.Choice(["rdp", "pld"]), default="rdp", show_default=True)
+@click.option("--beta", type=float, default=AMP_DEFAULTS["beta"], show_default=True)
+@click.option("--lipschitz", type=float, default=AMP_DEFAULTS["lipschitz"], show_default=True)
+@click.option("--tau", type=float, default=AMP_DEFAULTS["tau"], show_default=True)
+@click.option("--sigma-out", type=float, default=AMP_DEFAULTS["sigma_out"], show_default=True)
+@click.option("--noise-factor", type=float, default=AMP_DEFAULTS["noise_factor"], show_default=True)
+@json_option
+def calibrate_amp(
+    epsilon, delta, accounting, beta, lipschitz, tau, sigma_out, noise_factor, as_json
+):
+    """(sigma, lam) for Algorithm 1 by the paper's rule (seed 000 §5)."""
+    res = amp_parameters(
+        epsilon,
+        delta,
+        accounting=accounting,
+        beta=beta,
+        lipschitz=lipschitz,
+        tau=tau,
+        sigma_out=sigma_out,
+        noise_factor=noise_factor,
+    )
+    _emit(
+        {
+            "sigma": res.sigma,
+            "lam": res.lam,
+            "epsilon": res.epsilon,
+            "delta": delta,
+            "sigma_gaussian": res.sigma_gaussian,
+            "accounting": accounting,
+        },
+        as_json,
+    )
+
+
+@calibrate.command("dpsgd")
+@click.option("--epsilon", type=float, required=True, help="Target epsilon.")
+@delta_option
+@click.option("--sampling-rate", type=float, required=True, help="Poisson sampling rate q.")
+@click.option("--steps", type=int, required=True, help="Number of noisy steps.")
+@_with(tuning_options)
+@json_option
+def calibrate_dpsgd(epsilon, delta, sampling_rate, steps, tuning_mu, tuning_shape, as_json):
+    """DP-SGD noise multiplier, with or without honest tuning."""
+    z = dpsgd_noise_multiplier(
+        epsilon, delta, sampling_rate, steps, tuning_mu=tuning_mu, tuning_shape=tuning_shape
+    )
+    acc = PrivacyAccountant("auto").compose(
+        _dpsgd(z, sampling_rate, steps, tuning_mu, tuning_shape)
+    )
+    _emit(
+        {
+            "noise_multiplier": z,
+            "epsilon": acc.get_epsilon(delta),
+            "accounting": acc.accounting_used,
+            "delta": delta,
+        },
+        as_json,
+    )
+
+
+@cli.group()
+def plot() -> None:
+    """Figures."""
+
+
+@plot.command("privacy-profile")
+@_objpert_options
+@click.option("--out", type=click.Path(dir_okay=False), required=True, help="Output PNG file.")
+def plot_profile(sigma, lam, beta, lipschitz, out):
+    """The four delta(epsilon) curves of seed 000, Figure 1."""
+    from .experiments.privacy_profile import plot_privacy_profile
+
+    ObjectivePerturbationDpEvent(sigma, lam, beta, lipschitz)  # validate first
+    path = plot_privacy_profile(out, sigma=sigma, lam=lam, beta=beta, lipschitz=lipschitz)
+    click.echo(f"wrote {path}")
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point: run the CLI; turn every error into one line on stderr and exit 2."""
+    try:
+        rc = cli.main(args=argv, prog_name="dpconvex", standalone_mode=False)
+    except click.exceptions.Abort:
+        click.echo("dpconvex: aborted", err=True)
+        sys.exit(1)
+    except click.ClickException as exc:
+        click.echo(f"dpconvex: error: {exc.format_message()}", err=True)
+        sys.exit(2)
+    except (ValueError, UnsupportedEventError, OverflowError) as exc:
+        message = " ".join(str(exc).split())
+        click.echo(f"dpconvex: error: {message}", err=True)
+        sys.exit(2)
+    sys.exit(rc if isinstance(rc, int) else 0)

@@ -1,0 +1,1 @@
+"""Paper figures and tables as code: each writes its numbers and a PNG."""

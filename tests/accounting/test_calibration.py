@@ -1,0 +1,142 @@
+"""The generic calibrator never over-spends; mechanism calibrations match the spec."""
+
+import math
+
+import pytest
+from dp_accounting import gaussian_mechanism
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dpconvex.accounting import (
+    AmpDpEvent,
+    CalibrationError,
+    PrivacyAccountant,
+    amp_parameters,
+    calibrate,
+    dpsgd_event,
+    dpsgd_noise_multiplier,
+    gaussian_sigma,
+    objpert_delta,
+    objpert_epsilon,
+    tuned_event,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    scale=st.floats(0.01, 100),
+    power=st.floats(0.2, 4),
+    target=st.floats(1e-3, 1e3),
+    lo=st.floats(1e-4, 1e2),
+    decreasing=st.booleans(),
+)
+def test_calibrate_never_overspends_and_finds_the_boundary(scale, power, target, lo, decreasing):
+    sign = -1 if decreasing else 1
+    f = lambda x: scale * x ** (sign * power)
+    x = calibrate(f, target, lo, 2 * lo, decreasing=decreasing, rtol=1e-9)
+    assert f(x) <= target
+    root = (target / scale) ** (sign / power)
+    assert x == pytest.approx(root, rel=1e-7)
+
+
+@settings(max_examples=100, deadline=None)
+@given(seed=st.integers(0, 10_000), target=st.floats(0.1, 10))
+def test_calibrate_is_safe_even_for_a_noisy_function(seed, target):
+    """A jittery, only roughly monotone function: the answer still meets the target."""
+    f = lambda x: 5.0 / x + 0.05 * math.sin(1000 * x + seed)
+    x = calibrate(f, target, 0.1, 1.0, decreasing=True, floor=1e-9)
+    assert f(x) <= target
+
+
+def test_calibrate_raises_when_nothing_meets_the_target():
+    with pytest.raises(CalibrationError):
+        calibrate(lambda x: 1.0 + 1.0 / x, 0.5, 1.0, 2.0, decreasing=True, ceiling=1e6)
+
+
+@settings(max_examples=40, deadline=None)
+@given(epsilon=st.floats(0.01, 20), delta=st.floats(1e-12, 0.1))
+def test_gaussian_sigma_safe_against_dp_accounting(epsilon, delta):
+    sigma = gaussian_sigma(epsilon, delta)
+    assert gaussian_mechanism.get_epsilon_gaussian(sigma, delta) <= epsilon + 1e-9
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    sigma=st.floats(0.5, 50),
+    beta=st.floats(0, 2),
+    gap=st.floats(0.01, 50),
+    delta=st.floats(1e-12, 0.1),
+)
+def test_objpert_epsilon_never_under_reports(sigma, beta, gap, delta):
+    kw = {"sigma": sigma, "lam": beta + gap, "beta": beta, "lipschitz": 1.0}
+    eps = objpert_epsilon(delta, **kw)
+    assert objpert_delta(eps, **kw) <= delta
+
+
+@pytest.mark.parametrize(
+    ("epsilon", "sigma", "lam"),
+    [(0.1, 56.3348, 47.6494), (0.5, 12.9249, 8.2323), (1.0, 6.8285, 4.1161), (8.0, 1.0857, 0.6895)],
+)
+def test_amp_rule_reproduces_spec_table(epsilon, sigma, lam):
+    res = amp_parameters(epsilon, 1e-5, accounting="rdp")
+    assert res.lam == pytest.approx(lam, abs=1e-4)
+    assert res.sigma == pytest.approx(sigma, abs=2e-4)
+    assert res.epsilon <= epsilon
+    assert res.sigma <= 1.3 * res.sigma_gaussian
+    # the lam one grid step below must fail the rule (it is the smallest)
+    smaller = res.lam / 1.05
+    if smaller > 0.5:
+        ev = AmpDpEvent(1.3 * res.sigma_gaussian, smaller, 0.5, math.sqrt(2), 0.01, 0.15)
+        assert PrivacyAccountant("rdp").compose(ev).get_epsilon(1e-5) > epsilon
+
+
+def test_amp_pld_meets_budget_and_needs_less_noise_at_same_lam():
+    for epsilon in (0.1, 1.0, 8.0):
+        rdp = amp_parameters(epsilon, 1e-5, accounting="rdp")
+        pld = amp_parameters(epsilon, 1e-5, accounting="pld")
+        assert pld.epsilon <= epsilon
+        assert pld.lam <= rdp.lam  # the same rule stops earlier
+        at_same_lam = amp_parameters(epsilon, 1e-5, accounting="pld", lam=rdp.lam)
+        assert at_same_lam.sigma < rdp.sigma
+        assert at_same_lam.epsilon <= epsilon
+
+
+@pytest.mark.parametrize(
+    ("epsilon", "dishonest", "honest"),
+    [(1.0, 2.7494, 7.4619), (8.0, 0.7580, 1.2668)],
+)
+def test_dpsgd_noise_multipliers_match_spec(epsilon, dishonest, honest):
+    q, steps = 256 / 36000, 60 * 140
+    z = dpsgd_noise_multiplier(epsilon, 1e-5, q, steps, accounting="rdp", orders=range(2, 257))
+    assert z == pytest.approx(dishonest, rel=2e-3)
+    zt = dpsgd_noise_multiplier(epsilon, 1e-5, q, steps, tuning_mu=15.4, orders=range(2, 257))
+    assert zt == pytest.approx(honest, rel=2e-3)
+    tuned = tuned_event(dpsgd_event(zt, q, steps), 15.4)
+    assert PrivacyAccountant(orders=range(2, 257)).compose(tuned).get_epsilon(1e-5) <= epsilon
+
+
+def _check_dpsgd_calibration(epsilon, q, steps):
+    z = dpsgd_noise_multiplier(epsilon, 1e-5, q, steps, rtol=1e-3)
+    assert PrivacyAccountant().compose(dpsgd_event(z, q, steps)).get_epsilon(1e-5) <= epsilon
+
+
+@settings(max_examples=8, deadline=None)
+@given(epsilon=st.floats(0.3, 4), q=st.floats(0.005, 0.2), steps=st.integers(10, 300))
+def test_dpsgd_calibration_never_overspends(epsilon, q, steps):
+    _check_dpsgd_calibration(epsilon, q, steps)
+
+
+@pytest.mark.slow
+@settings(max_examples=30, deadline=None)
+@given(epsilon=st.floats(0.05, 20), q=st.floats(1e-4, 1.0), steps=st.integers(1, 2000))
+def test_dpsgd_calibration_never_overspends_wide(epsilon, q, steps):
+    _check_dpsgd_calibration(epsilon, q, steps)
+
+
+def test_amp_calibration_rejects_bad_input():
+    with pytest.raises(ValueError, match="epsilon"):
+        amp_parameters(-1.0, 1e-5)
+    with pytest.raises(ValueError, match="accounting"):
+        amp_parameters(1.0, 1e-5, accounting="exact")
+    with pytest.raises(ValueError, match="lam must be > beta"):
+        amp_parameters(1.0, 1e-5, lam=0.1)
