@@ -249,24 +249,24 @@ class PrivacyAccountant:
             return None
         return 1.0 + np.geomspace(lo - 1.0, hi - 1.0, 41)
 
+    def _rdp_convert(self, convert, value: float) -> float:
+        """Best conversion over the orders, then over a fine grid around the best order."""
+        best, alpha = convert(self._orders, self.rdp(), value, self.conversion)
+        fine = self._refined_orders(alpha)
+        if fine is not None:
+            best = min(best, convert(fine, self.rdp(fine), value, self.conversion)[0])
+        return best
+
     def get_epsilon(self, delta: float) -> float:
         """Epsilon of the composition at ``delta`` (an upper bound)."""
         delta = v.probability_open("delta", delta)
         if self.accounting_used == "pld":
             return float(self._pld().get_epsilon(delta))
-        eps, alpha = epsilon_from_rdp(self._orders, self.rdp(), delta, self.conversion)
-        fine = self._refined_orders(alpha)
-        if fine is not None:
-            eps = min(eps, epsilon_from_rdp(fine, self.rdp(fine), delta, self.conversion)[0])
-        return eps
+        return self._rdp_convert(epsilon_from_rdp, delta)
 
     def get_delta(self, epsilon: float) -> float:
         """Delta of the composition at ``epsilon`` (an upper bound)."""
         epsilon = v.nonnegative("epsilon", epsilon)
         if self.accounting_used == "pld":
             return float(self._pld().get_delta(epsilon))
-        delta, alpha = delta_from_rdp(self._orders, self.rdp(), epsilon, self.conversion)
-        fine = self._refined_orders(alpha)
-        if fine is not None:
-            delta = min(delta, delta_from_rdp(fine, self.rdp(fine), epsilon, self.conversion)[0])
-        return delta
+        return self._rdp_convert(delta_from_rdp, epsilon)

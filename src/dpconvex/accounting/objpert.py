@@ -151,11 +151,7 @@ def objpert_rdp(
     if (a < 1).any():
         raise ValueError("RDP order alpha must be >= 1")
     t = np.where(a > 1, a - 1.0, 1.0)
-    x = t * s
-    log_two_phi = np.where(
-        x < 5.0, np.log1p(erf(np.minimum(x, 5.0) / math.sqrt(2.0))), _LOG2 + log_ndtr(x)
-    )
-    above_one = c + 0.5 * a * s**2 + log_two_phi / t
+    above_one = c + 0.5 * s**2 + np.asarray(half_normal_log_mgf(t, s)) / t
     at_one = c + s**2 + math.log(2.0 * ndtr(s))
     return _scalar_or_array(np.where(a > 1, above_one, at_one))
 
