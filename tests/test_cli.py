@@ -3,6 +3,7 @@
 import json
 import math
 
+import numpy as np
 import pytest
 
 from dpconvex.accounting import (
@@ -229,3 +230,62 @@ def test_plot_privacy_profile_writes_png(tmp_path, capsys):
 def test_help_exits_zero(capsys):
     code, out, _ = run(["--help"], capsys)
     assert code == 0 and "account" in out
+
+
+def test_fit_adult_json(tmp_path, capsys):
+    out = tmp_path / "model.json"
+    argv = [
+        "fit",
+        "--data",
+        "adult",
+        "--epsilon",
+        "1",
+        "--delta",
+        "1e-5",
+        "--method",
+        "amp",
+        "--seed",
+        "0",
+        "--out",
+        str(out),
+        "--json",
+    ]
+    code, stdout, _ = run(argv, capsys)
+    assert code == 0
+    res = json.loads(stdout)
+    assert set(res) == {"accuracy", "epsilon", "delta", "method", "fit_seconds"}
+    assert res["epsilon"] <= 1.0 and res["method"] == "amp"
+    assert res["accuracy"] > 0.80
+    model = json.loads(out.read_text())
+    assert len(model["coef"][0]) == 104 and len(model["feature_names"]) == 104
+    assert model["epsilon_spent"] == res["epsilon"]
+    assert model["params"]["random_state"] == 0
+
+
+def test_fit_csv_file(tmp_path, capsys):
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(400, 3))
+    y = (X[:, 0] > 0).astype(int)
+    lines = ["f1,f2,label,f3"] + [f"{a},{b},{c},{d}" for (a, b, d), c in zip(X, y, strict=True)]
+    path = tmp_path / "data.csv"
+    path.write_text("\n".join(lines))
+    argv = [
+        "fit",
+        "--data",
+        str(path),
+        "--target",
+        "label",
+        "--epsilon",
+        "4",
+        "--delta",
+        "1e-5",
+        "--method",
+        "dpgd",
+        "--out",
+        str(tmp_path / "m.json"),
+        "--json",
+    ]
+    code, stdout, _ = run(argv, capsys)
+    assert code == 0 and json.loads(stdout)["accuracy"] > 0.7
+    code, _, err = run(["fit", "--data", str(path), "--epsilon", "1", "--delta", "1e-5"], capsys)
+    assert code == 2 and "--target" in err

@@ -1,7 +1,14 @@
 """dpconvex: differentially private convex learning with tight, cited, tested accounting."""
 
 from . import accounting
+from .models import DPHuberRegressor, DPLinearRegression, DPLogisticRegression
 
 __version__ = "0.1.0"
 
-__all__ = ["accounting", "__version__"]
+__all__ = [
+    "DPHuberRegressor",
+    "DPLinearRegression",
+    "DPLogisticRegression",
+    "__version__",
+    "accounting",
+]

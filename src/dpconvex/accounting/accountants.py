@@ -140,7 +140,8 @@ class PLDAccountant(pld_privacy_accountant.PLDAccountant):
                 isinstance(event, dp_event.PoissonSampledDpEvent)
                 and event.sampling_probability == 0
             ):
-                self._pld = self._pld.compose(self._our_pld(event).self_compose(count))
+                pld = self._our_pld(event)
+                self._pld = self._pld.compose(pld if count == 1 else pld.self_compose(count))
             return None
         return super()._maybe_compose(event, count, do_compose)
 

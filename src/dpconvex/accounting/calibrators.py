@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from .. import _validation as v
 from .accountants import PrivacyAccountant
 from .calibration import CalibrationError, calibrate
-from .events import AmpDpEvent, dpsgd_event, tuned_event
+from .events import AmpDpEvent, SelfComposedDpEvent, dpsgd_event, tuned_event
 from .gaussian import gaussian_delta
 
 #: The paper's AMP settings for logistic loss on unit rows plus a bias (seed 000
@@ -50,6 +50,12 @@ def _epsilon_of(event, delta: float, accounting: str, orders=None) -> float:
     return PrivacyAccountant(accounting, orders=orders).compose(event).get_epsilon(delta)
 
 
+def _delta_of(event, epsilon: float, accounting: str, orders=None) -> float:
+    """delta at the target epsilon: for a monotone profile, delta(eps*) <= delta* exactly
+    when eps(delta*) <= eps*, and dp_accounting computes this direction vectorized."""
+    return PrivacyAccountant(accounting, orders=orders).compose(event).get_delta(epsilon)
+
+
 def dpsgd_noise_multiplier(
     epsilon: float,
     delta: float,
@@ -79,8 +85,8 @@ def dpsgd_noise_multiplier(
 
     make(1.0)  # validate the other arguments before searching
     return calibrate(
-        lambda z: _epsilon_of(make(z), delta, accounting, orders),
-        epsilon,
+        lambda z: _delta_of(make(z), epsilon, accounting, orders),
+        delta,
         0.5,
         2.0,
         decreasing=True,
@@ -91,7 +97,7 @@ def dpsgd_noise_multiplier(
 
 @dataclass(frozen=True)
 class AmpCalibration:
-    """Result of :func:`amp_parameters`: the event to run and what it achieves."""
+    """Result of :func:`amp_parameters`: the event to run (once per composition) and its epsilon."""
 
     sigma: float
     lam: float
@@ -113,6 +119,7 @@ def amp_parameters(
     sigma_out: float = AMP_DEFAULTS["sigma_out"],
     noise_factor: float = AMP_DEFAULTS["noise_factor"],
     lam: float | None = None,
+    compositions: int = 1,
     lam_growth: float = 1.05,
     max_grid_steps: int = 2000,
     rtol: float = 1e-6,
@@ -123,13 +130,16 @@ def amp_parameters(
     over the grid (2 beta / epsilon) * lam_growth^k, skipping lam <= beta, and the
     first lam whose calibrated sigma is <= noise_factor * sigma_G is taken; sigma
     is then the smallest noise meeting (epsilon, delta) at that lam. Because
-    epsilon falls as sigma grows, "calibrated sigma <= f sigma_G" is checked as
-    "epsilon at f sigma_G <= target". ``accounting="rdp"`` prices AMP by Thm 4.1
+    privacy loss falls as sigma grows, "calibrated sigma <= f sigma_G" is checked
+    as "delta(epsilon) at f sigma_G <= delta". ``accounting="rdp"`` prices AMP by Thm 4.1
     with the improved conversion, as in the paper; ``"pld"`` by its privacy-loss
     distribution, which is tighter: at a given lam it needs less sigma, so the
     same rule stops at a smaller lam (less regularization) for a sigma of about
     the same size. Pass ``lam`` to skip the grid and calibrate sigma at that lam
     (then ``noise_factor`` only bounds the search and is not a stopping rule).
+    With ``compositions = K`` the K-fold composition of the event meets the
+    budget (one-vs-rest with K classes); sigma_G is then the Gaussian noise whose
+    K-fold composition meets it.
 
     Unlike the authors' code, the returned lam is the one sigma was calibrated
     for (their loop returns 1.05 times it). All parameters are data-independent.
@@ -145,17 +155,21 @@ def amp_parameters(
     noise_factor = v.positive("noise_factor", noise_factor)
     if lam_growth <= 1:
         raise ValueError(f"lam_growth must be > 1, got {lam_growth}")
-    sigma_gaussian = lipschitz * gaussian_sigma(epsilon, delta, 1.0)
+    compositions = v.positive_int("compositions", compositions)
+    sigma_gaussian = lipschitz * gaussian_sigma(epsilon, delta, math.sqrt(compositions))
     sigma_cap = noise_factor * sigma_gaussian
 
-    def eps_at(sigma: float, lam: float) -> float:
+    def priced(sigma: float, lam: float):
         event = AmpDpEvent(sigma, lam, beta, lipschitz, tau, sigma_out)
-        return _epsilon_of(event, delta, accounting)
+        return event if compositions == 1 else SelfComposedDpEvent(event, compositions)
+
+    def delta_at(sigma: float, lam: float) -> float:
+        return _delta_of(priced(sigma, lam), epsilon, accounting)
 
     def result(lam: float, ceiling: float | None) -> AmpCalibration:
         sigma = calibrate(
-            lambda s: eps_at(s, lam),
-            epsilon,
+            lambda s: delta_at(s, lam),
+            delta,
             0.5 * sigma_cap,
             sigma_cap,
             decreasing=True,
@@ -167,7 +181,7 @@ def amp_parameters(
         return AmpCalibration(
             sigma=sigma,
             lam=lam,
-            epsilon=_epsilon_of(event, delta, accounting),
+            epsilon=_epsilon_of(priced(sigma, lam), delta, accounting),
             delta=delta,
             sigma_gaussian=sigma_gaussian,
             accounting=accounting,
@@ -179,7 +193,7 @@ def amp_parameters(
         return result(lam, None)
     lam = (2.0 * beta / epsilon) if beta > 0 else 1.0 / epsilon
     for _ in range(max_grid_steps):
-        if lam > beta and eps_at(sigma_cap, lam) <= epsilon:
+        if lam > beta and delta_at(sigma_cap, lam) <= delta:
             return result(lam, sigma_cap)
         lam *= lam_growth
     raise CalibrationError(

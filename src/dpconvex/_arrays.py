@@ -1,0 +1,14 @@
+"""Small array helpers shared across layers."""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+
+def row_norms(X) -> np.ndarray:
+    """Euclidean norm of every row (dense or sparse), in float64."""
+    if sp.issparse(X):
+        return np.sqrt(np.asarray(X.multiply(X).sum(axis=1), dtype=np.float64).ravel())
+    X = np.asarray(X, dtype=np.float64)
+    return np.sqrt(np.einsum("ij,ij->i", X, X))

@@ -1,0 +1,64 @@
+"""Algorithm 1 of seed 000: approximate minima perturbation (AMP) with gradient clipping."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import _validation as v
+from ..accounting.events import AmpDpEvent
+from ..losses import ClippedLoss, require_glm
+from ..optim import PerturbedGLMObjective, solve
+from ._checks import check_labels, check_rows, gradient_bound
+from .release import Release
+
+
+def amp(
+    X,
+    y,
+    loss,
+    *,
+    lam: float,
+    sigma: float,
+    tau: float,
+    sigma_out: float,
+    clip: float,
+    row_bound: float,
+    rng: np.random.Generator,
+    solver: str = "auto",
+    max_iter: int = 1000,
+    batch_size: int | None = None,
+) -> Release:
+    """Run Algorithm 1 (seed 000 §4; Thm 4.1) on rows of norm <= ``row_bound``.
+
+    1. b ~ N(0, sigma^2 I); 2. minimize sum_i l_C(theta; z_i) + (lam/2)||theta||^2
+    + b^T theta, with l_C the loss clipped at C = ``clip``, until the float64
+    gradient norm of the full objective is <= ``tau``; 3. release
+    theta~ + N(0, sigma_out^2 I). If step 2 does not certify, nothing is released
+    (:class:`dpconvex.optim.CertificateError`). Priced by
+    ``AmpDpEvent(sigma, lam, beta, L, tau, sigma_out)`` with beta = sup f'' R^2
+    and L = min(C, sup|f'| R). Needs a GLM loss and lam > beta (else raises).
+    """
+    loss = require_glm(loss)
+    sigma = v.positive("sigma", sigma)
+    sigma_out = v.positive("sigma_out", sigma_out)
+    tau = v.positive("tau", tau)
+    check_rows(X, row_bound)
+    y = check_labels(loss, y)
+    beta = loss.curvature * row_bound**2
+    lam, _ = v.regularization_exceeds_smoothness(lam, beta)
+    lipschitz = gradient_bound(loss, clip, row_bound)
+    d = X.shape[1]
+    b = rng.normal(0.0, sigma, d)
+    objective = PerturbedGLMObjective(X, y, ClippedLoss(loss, clip), lam, b)
+    result = solve(objective, tau, method=solver, max_iter=max_iter, rng=rng, batch_size=batch_size)
+    theta = result.theta + rng.normal(0.0, sigma_out, d)
+    event = AmpDpEvent(sigma, lam, beta, lipschitz, tau, sigma_out)
+    info = {
+        "n_iter": result.n_iter,
+        "grad_norm": result.grad_norm,
+        "grad_evals": result.grad_evals,
+        "solver": result.method,
+        "sigma": sigma,
+        "lam": lam,
+    }
+    return Release(theta, event, info)

@@ -1,0 +1,70 @@
+"""Row preprocessing that is free of privacy cost, and the declared row-norm bound.
+
+Bounds are never read off the data (spec/peers.md §0.4): a row is normalized
+to unit norm (a per-row map, free of privacy cost: seed 000 §5), clipped to a
+user-declared bound, or refused if it exceeds that bound. The intercept is an
+augmented constant feature ``intercept_scaling`` that is regularized and
+perturbed like every other coordinate (spec/objpert.md §4).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import scipy.sparse as sp
+
+from .._arrays import row_norms
+
+ROW_NORMS = ("normalize", "clip", "error")
+
+
+def _scale_rows(X, factors: np.ndarray):
+    if sp.issparse(X):
+        return sp.diags(factors) @ X
+    return X * factors[:, None]
+
+
+def transform_rows(X, row_norm: str, row_bound: float, *, check: bool = True):
+    """Apply the row policy; return rows of norm <= row_bound (or raise under "error").
+
+    ``"normalize"``: x / ||x|| (zero rows stay zero), then the bound is 1.
+    ``"clip"``: x * min(1, row_bound / ||x||). ``"error"``: raise if any row
+    exceeds ``row_bound`` (with ``check=False``, e.g. at prediction time, rows
+    pass unchanged).
+    """
+    if row_norm not in ROW_NORMS:
+        raise ValueError(f"row_norm must be one of {ROW_NORMS}, got {row_norm!r}")
+    norms = row_norms(X)
+    if row_norm == "normalize":
+        with np.errstate(divide="ignore"):
+            return _scale_rows(X, np.where(norms > 0, 1.0 / norms, 0.0))
+    if row_norm == "clip":
+        with np.errstate(divide="ignore"):
+            return _scale_rows(X, np.where(norms > row_bound, row_bound / norms, 1.0))
+    if check and np.any(norms > row_bound * (1 + 1e-12)):
+        worst = int(np.argmax(norms))
+        raise ValueError(
+            f"row {worst} has norm {norms[worst]:.6g} > row_bound={row_bound} "
+            '(row_norm="error"); normalize or clip rows, or declare a larger bound'
+        )
+    return X
+
+
+def feature_bound(row_norm: str, row_bound: float) -> float:
+    """Norm bound of the rows after :func:`transform_rows`."""
+    return 1.0 if row_norm == "normalize" else float(row_bound)
+
+
+def add_intercept(X, intercept_scaling: float):
+    """Append the constant column ``intercept_scaling`` (dense or CSR)."""
+    col = np.full((X.shape[0], 1), float(intercept_scaling))
+    if sp.issparse(X):
+        return sp.hstack([X, sp.csr_matrix(col)], format="csr")
+    return np.hstack([X, col])
+
+
+def design_bound(row_norm: str, row_bound: float, fit_intercept: bool, scaling: float) -> float:
+    """Norm bound R of the augmented rows (x, intercept_scaling)."""
+    r = feature_bound(row_norm, row_bound)
+    return math.sqrt(r**2 + scaling**2) if fit_intercept else r

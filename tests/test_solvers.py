@@ -1,0 +1,81 @@
+"""Certified solvers: the certificate really bounds the distance to theta^P (seed 000 Thm 4.1)."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from dpconvex.losses import ClippedLoss, HuberLoss, LogisticLoss, SquaredLoss
+from dpconvex.optim import CertificateError, PerturbedGLMObjective, solve
+
+
+def _problem(rng, n=800, d=12, binary=True):
+    X = rng.normal(size=(n, d))
+    X /= np.linalg.norm(X, axis=1, keepdims=True)
+    X = np.hstack([X, np.ones((n, 1))])
+    w = rng.normal(size=d + 1)
+    if binary:
+        y = np.where(rng.random(n) < 1 / (1 + np.exp(-3 * X @ w)), 1.0, -1.0)
+    else:
+        y = np.clip(X @ w / 3 + rng.normal(0, 0.2, n), -1, 1)
+    return X, y
+
+
+@pytest.mark.parametrize("method", ["auto", "lbfgs", "newton", "svrg"])
+@pytest.mark.parametrize(
+    ("base", "binary"), [(LogisticLoss(), True), (SquaredLoss(), False), (HuberLoss(0.3), False)]
+)
+def test_certificate_bounds_distance_to_exact_minimizer(method, base, binary):
+    rng = np.random.default_rng(3)
+    X, y = _problem(rng, binary=binary)
+    lam, tau = 2.0, 0.01
+    for _ in range(3):
+        b = rng.normal(0, 5.0, X.shape[1])
+        loss = ClippedLoss(base, 0.7)  # clipping active for every loss here
+        res = solve(PerturbedGLMObjective(X, y, loss, lam, b), tau, method=method, rng=rng)
+        assert res.grad_norm <= tau
+        # theta^P for the same b, to high precision (within 1e-6/lam of it)
+        exact = solve(PerturbedGLMObjective(X, y, loss, lam, b), 1e-6)
+        assert np.linalg.norm(res.theta - exact.theta) <= (tau + 1e-6) / lam
+        # the reported norm is the float64 norm on the full objective
+        check = PerturbedGLMObjective(X, y, loss, lam, b)
+        assert check.gradient_norm(res.theta) == pytest.approx(res.grad_norm, rel=1e-12)
+
+
+def test_sparse_and_dense_agree():
+    rng = np.random.default_rng(4)
+    X, y = _problem(rng)
+    X[np.abs(X) < 0.2] = 0.0
+    b = rng.normal(0, 3, X.shape[1])
+    dense = solve(PerturbedGLMObjective(X, y, LogisticLoss(), 1.5, b), 1e-7)
+    sparse = solve(PerturbedGLMObjective(sp.csr_matrix(X), y, LogisticLoss(), 1.5, b), 1e-7)
+    np.testing.assert_allclose(dense.theta, sparse.theta, atol=2e-7)
+
+
+def test_uncertified_solve_raises_and_returns_nothing():
+    rng = np.random.default_rng(5)
+    X, y = _problem(rng, n=2000)
+    obj = PerturbedGLMObjective(X, y, LogisticLoss(), 0.6, rng.normal(0, 1, X.shape[1]))
+    with pytest.raises(CertificateError, match="nothing is released"):
+        solve(obj, 1e-6, method="lbfgs", max_iter=2)
+    with pytest.raises(CertificateError):
+        solve(obj, 1e-6, method="svrg", max_iter=1, rng=rng)
+
+
+def test_svrg_counts_gradient_evaluations():
+    rng = np.random.default_rng(6)
+    X, y = _problem(rng, n=3000)
+    obj = PerturbedGLMObjective(X, y, LogisticLoss(), 2.0, rng.normal(0, 2, X.shape[1]))
+    res = solve(obj, 0.01, method="svrg", rng=rng, batch_size=8)
+    # each epoch: one full gradient (n) and 2 per sampled example (2 * (n // B) * B)
+    assert res.grad_evals >= 3000 * res.n_iter
+    assert res.grad_evals == obj.grad_evals
+
+
+def test_bad_solver_arguments():
+    rng = np.random.default_rng(7)
+    X, y = _problem(rng, n=50)
+    obj = PerturbedGLMObjective(X, y, LogisticLoss(), 1.0)
+    with pytest.raises(ValueError, match="solver"):
+        solve(obj, 0.01, method="sgd")
+    with pytest.raises(ValueError, match="tau"):
+        solve(obj, 0.0)
