@@ -2,6 +2,7 @@
 
 from . import accounting
 from .models import DPHuberRegressor, DPLinearRegression, DPLogisticRegression
+from .tuning import PrivateRandomSearch
 
 __version__ = "0.1.0"
 
@@ -9,6 +10,7 @@ __all__ = [
     "DPHuberRegressor",
     "DPLinearRegression",
     "DPLogisticRegression",
+    "PrivateRandomSearch",
     "__version__",
     "accounting",
 ]

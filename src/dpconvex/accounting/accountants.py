@@ -22,7 +22,7 @@ from dp_accounting.rdp import rdp_privacy_accountant
 from .. import _validation as v
 from . import pld as _pld
 from .conversions import CONVERSIONS, delta_from_rdp, epsilon_from_rdp
-from .events import AmpDpEvent, ObjectivePerturbationDpEvent
+from .events import AmpDpEvent, ObjectivePerturbationDpEvent, RandomChoiceDpEvent
 from .objpert import amp_rdp, objpert_rdp
 
 NeighboringRelation = privacy_accountant.NeighboringRelation
@@ -108,6 +108,16 @@ class RdpAccountant(rdp_privacy_accountant.RdpAccountant):
                 return _relation_error(event, self.neighboring_relation)
             if do_compose:
                 self._rdp += count * _our_rdp(event, self._orders)
+            return None
+        if isinstance(event, RandomChoiceDpEvent):
+            inner = [RdpAccountant(self._orders, self.neighboring_relation) for _ in event.events]
+            for acc, e in zip(inner, event.events, strict=True):
+                error = acc._maybe_compose(e, 1, False)
+                if error is not None:
+                    return error
+            if do_compose:
+                curves = [acc.compose(e).rdp for acc, e in zip(inner, event.events, strict=True)]
+                self._rdp += count * np.max(curves, axis=0)
             return None
         return super()._maybe_compose(event, count, do_compose)
 

@@ -190,7 +190,13 @@ def amp_parameters(
 
     if lam is not None:
         lam, _ = v.regularization_exceeds_smoothness(lam, beta)
-        return result(lam, None)
+        if delta_at(1e4 * sigma_cap, lam) > delta:
+            raise CalibrationError(
+                f"lam={lam} cannot reach epsilon={epsilon}: even sigma = 1e4 * sigma_G misses it "
+                f"(the Jacobian term -log(1 - beta/lam) = {-math.log1p(-beta / lam):.4g} is a "
+                "floor on epsilon)"
+            )
+        return result(lam, 1e4 * sigma_cap)
     lam = (2.0 * beta / epsilon) if beta > 0 else 1.0 / epsilon
     for _ in range(max_grid_steps):
         if lam > beta and delta_at(sigma_cap, lam) <= delta:

@@ -80,6 +80,24 @@ class AmpDpEvent(DpEvent):
         return self.sigma_out * self.lam / (2.0 * self.tau)
 
 
+@attr.s(frozen=True, slots=True, auto_attribs=True)
+class RandomChoiceDpEvent(DpEvent):
+    """One of ``events``, picked at random independently of the data, is run (its pick unknown).
+
+    Renyi divergence is jointly quasi-convex (van Erven & Harremoes 2014, Thm 13),
+    so the RDP of such a mixture is at most the largest of the events' RDP at every
+    order; that is how :class:`~dpconvex.accounting.RdpAccountant` prices it. Used
+    by private random search when candidate settings change the privacy cost.
+    RDP accounting only.
+    """
+
+    events: list
+
+    def __attrs_post_init__(self):
+        if not self.events or not all(isinstance(e, DpEvent) for e in self.events):
+            raise ValueError("RandomChoiceDpEvent needs a non-empty list of DpEvents")
+
+
 def dpsgd_event(noise_multiplier: float, sampling_rate: float, steps: int) -> DpEvent:
     """DP-SGD with Poisson subsampling: ``steps`` compositions of the subsampled Gaussian.
 

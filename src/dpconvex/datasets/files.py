@@ -65,3 +65,16 @@ def load_csv(path: str | Path, target: str) -> Dataset:
         pass  # class labels stay strings
     names = [h for j, h in enumerate(header) if j != t]
     return Dataset(name=path.stem, X=np.array(features, dtype=float), y=y, feature_names=names)
+
+
+def load_libsvm(path: str | Path) -> Dataset:
+    """Read a LIBSVM/svmlight file (labels first, then index:value pairs); X is sparse CSR."""
+    from sklearn.datasets import load_svmlight_file
+
+    path = Path(path)
+    if not path.is_file():
+        raise ValueError(f"no such data file: {path}")
+    X, y = load_svmlight_file(str(path))
+    return Dataset(
+        name=path.stem, X=X.tocsr(), y=y, feature_names=[f"x{i}" for i in range(X.shape[1])]
+    )

@@ -1,7 +1,14 @@
 """Randomized algorithms that touch data; each returns its release and the event that prices it."""
 
 from .amp import amp
-from .dpsgd import dpgd, dpsgd, steps_for_epochs
+from .dpsgd import (
+    dpgd,
+    dpgd_event,
+    dpsgd,
+    dpsgd_runs,
+    poisson_batches,
+    steps_for_epochs,
+)
 from .output_perturbation import output_perturbation, output_sensitivity
 from .release import Release
 from .rows import add_intercept, design_bound, transform_rows
@@ -12,9 +19,12 @@ __all__ = [
     "amp",
     "design_bound",
     "dpgd",
+    "dpgd_event",
     "dpsgd",
+    "dpsgd_runs",
     "output_perturbation",
     "output_sensitivity",
+    "poisson_batches",
     "steps_for_epochs",
     "transform_rows",
 ]

@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import scipy.sparse as sp
 from dp_accounting.dp_event import DpEvent, GaussianDpEvent, SelfComposedDpEvent
 
 from .. import _validation as v
@@ -33,64 +34,198 @@ def clipped_gradient_sum(xb, yb, norms_b, loss, theta: np.ndarray, clip: float) 
     For a GLM the gradient of example i is f'_i x_i with norm |f'_i| ||x_i||, so the
     clipping factor min(1, C / (|f'_i| ||x_i||)) is a scalar per row.
     """
-    deriv = loss.derivative(xb @ theta, yb)
-    gnorm = np.abs(deriv) * norms_b
-    with np.errstate(divide="ignore", invalid="ignore"):
-        factor = np.where(gnorm > clip, clip / gnorm, 1.0)
-    return xb.T @ (deriv * factor)
+    return xb.T @ _clipped_weights(xb @ theta, yb, norms_b, loss, clip)
 
 
-def _run(
+def poisson_batches(
+    rng: np.random.Generator, n: int, q: float, runs: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Independent Poisson subsamples of range(n), one per run: (rows, sizes).
+
+    Each row is kept with probability q independently. Kept positions are drawn as
+    partial sums of Geometric(q) gaps (the gaps between successes of a Bernoulli
+    process), which is exact; a run whose draws end before n is extended, never
+    redrawn. ``rows`` lists the runs' rows one run after another.
+    """
+    if runs <= 2:  # K ~ Binomial(n, q), then a uniform K-subset: the same distribution
+        chunks = [rng.choice(n, size=rng.binomial(n, q), replace=False) for _ in range(runs)]
+        return np.concatenate(chunks), np.array([c.size for c in chunks])
+    mean = n * q
+    width = int(mean + 6.0 * math.sqrt(mean + 1.0) + 16)
+    pos = np.cumsum(rng.geometric(q, size=(runs, width)), axis=1) - 1
+    chunks = []
+    for r in range(runs):
+        row = pos[r]
+        while row[-1] < n:  # rare: extend the same Bernoulli process
+            more = row[-1] + np.cumsum(rng.geometric(q, size=width))
+            row = np.concatenate([row, more])
+        chunks.append(row[row < n])
+    sizes = np.array([c.size for c in chunks])
+    return np.concatenate(chunks), sizes
+
+
+class _FullBatch:
+    """Every run uses every row (DP-GD): two matrix products per step."""
+
+    def __init__(self, X, y, norms, loss, clip):
+        self.X, self.y, self.norms, self.loss, self.clip = X, y[:, None], norms[:, None], loss, clip
+
+    def gradients(self, theta, rng):
+        weights = _clipped_weights(self.X @ theta.T, self.y, self.norms, self.loss, self.clip)
+        return np.asarray(self.X.T @ weights).T
+
+
+class _DenseAllRows(_FullBatch):
+    """Poisson batches on dense X with a large rate: products over all rows, masked weights."""
+
+    def __init__(self, X, y, norms, loss, clip, q):
+        super().__init__(X, y, norms, loss, clip)
+        self.q = q
+
+    def gradients(self, theta, rng):
+        n, runs = self.X.shape[0], theta.shape[0]
+        rows, sizes = poisson_batches(rng, n, self.q, runs)
+        owner = np.repeat(np.arange(runs), sizes)
+        margins = (self.X @ theta.T)[rows, owner]
+        weights = np.zeros((n, runs))
+        np.add.at(
+            weights,
+            (rows, owner),
+            _clipped_weights(margins, self.y[rows, 0], self.norms[rows, 0], self.loss, self.clip),
+        )
+        return (self.X.T @ weights).T
+
+
+class _DenseGather(_DenseAllRows):
+    """Poisson batches on dense X with a small rate: work on the gathered rows only."""
+
+    def gradients(self, theta, rng):
+        runs = theta.shape[0]
+        rows, sizes = poisson_batches(rng, self.X.shape[0], self.q, runs)
+        xb = self.X[rows]
+        if runs == 1:  # two BLAS matrix-vector products
+            w = _clipped_weights(
+                xb @ theta[0], self.y[rows, 0], self.norms[rows, 0], self.loss, self.clip
+            )
+            return (xb.T @ w)[None, :]
+        owner = np.repeat(np.arange(runs), sizes)
+        margins = np.einsum("ij,ij->i", xb, theta[owner])
+        w = _clipped_weights(margins, self.y[rows, 0], self.norms[rows, 0], self.loss, self.clip)
+        indptr = np.concatenate([[0], np.cumsum(sizes)])
+        select = sp.csr_matrix((w, np.arange(rows.size), indptr), shape=(runs, rows.size))
+        return select @ xb
+
+
+class _SparseRows(_DenseAllRows):
+    """Poisson batches on CSR X: margins and sums over the non-zeros only."""
+
+    def gradients(self, theta, rng):
+        runs, d = theta.shape
+        rows, sizes = poisson_batches(rng, self.X.shape[0], self.q, runs)
+        sub = self.X[rows]
+        per_row = np.diff(sub.indptr)
+        # flat index (run, feature) of every stored entry of the gathered rows
+        flat = np.repeat(np.repeat(np.arange(runs) * d, sizes), per_row) + sub.indices
+        prod = sub.data * np.take(theta, flat)
+        starts = sub.indptr[:-1]
+        margins = (
+            np.add.reduceat(prod, np.minimum(starts, max(prod.size - 1, 0)))
+            if prod.size
+            else np.zeros(rows.size)
+        )
+        margins[per_row == 0] = 0.0  # reduceat returns the next entry for an empty row
+        w = _clipped_weights(margins, self.y[rows, 0], self.norms[rows, 0], self.loss, self.clip)
+        return np.bincount(
+            flat, weights=np.repeat(w, per_row) * sub.data, minlength=runs * d
+        ).reshape(runs, d)
+
+
+def _kernel(X, y, norms, loss, clip, q, runs):
+    """The fastest exact kernel for the data layout, the rate and the number of runs."""
+    if q is None:
+        return _FullBatch(X, y, norms, loss, clip)
+    if sp.issparse(X):
+        return _SparseRows(sp.csr_matrix(X), y, norms, loss, clip, q)
+    if runs == 1:
+        return _DenseGather(X, y, norms, loss, clip, q)
+    if X.size and np.count_nonzero(X) <= 0.3 * X.size:
+        return _SparseRows(sp.csr_matrix(X), y, norms, loss, clip, q)
+    if q >= 0.05:
+        return _DenseAllRows(X, y, norms, loss, clip, q)
+    return _DenseGather(X, y, norms, loss, clip, q)
+
+
+def dpsgd_runs(
     X,
     y,
     loss,
     *,
-    noise_multiplier: float,
+    noise_multiplier,
     clip: float,
     sampling_rate: float | None,
     steps: int,
-    learning_rate: float,
+    learning_rates,
     optimizer: str,
     lam: float,
     row_bound: float,
     rng: np.random.Generator,
 ) -> np.ndarray:
+    """L independent DP-SGD runs at once; returns their last iterates, shape (L, d).
+
+    ``learning_rates`` and ``noise_multiplier`` are scalars or length-L arrays (one
+    value per run). Each run draws its own Poisson batches and its own noise, so
+    each is exactly the mechanism priced by :func:`dpconvex.accounting.dpsgd_event`
+    with its own noise multiplier (or, with ``sampling_rate=None``, full-batch
+    DP-GD, :func:`dpgd_event`); the runs are independent, as Papernot-Steinke
+    tuning requires. Running them together only shares the Python-level loop and
+    the matrix products.
+    """
     if optimizer not in OPTIMIZERS:
         raise ValueError(f"optimizer must be one of {OPTIMIZERS}, got {optimizer!r}")
     loss = require_glm(loss)
     check_rows(X, row_bound)
     y = check_labels(loss, y)
     v.nonnegative("lam", lam)
-    learning_rate = v.positive("learning_rate", learning_rate)
     clip = v.positive("clip", clip)
+    rates = np.atleast_1d(np.asarray(learning_rates, dtype=np.float64))
+    noise = np.broadcast_to(np.asarray(noise_multiplier, dtype=np.float64), rates.shape)
+    for rate, z in zip(rates, noise, strict=True):
+        v.positive("learning_rate", rate)
+        v.positive("noise_multiplier", z)
     n, d = X.shape
-    norms = row_norms(X)
-    q = 1.0 if sampling_rate is None else sampling_rate
-    scale = 1.0 / (q * n)
-    noise_std = noise_multiplier * clip
-    theta = np.zeros(d)
-    m = np.zeros(d)
-    s = np.zeros(d)
+    runs = rates.size
+    q = None if sampling_rate is None else v.sampling_rate("sampling_rate", sampling_rate)
+    kernel = _kernel(X, y, row_norms(X), loss, clip, q, runs)
+    scale = 1.0 / ((1.0 if q is None else q) * n)
+    noise_std = (noise * clip)[:, None]
+    lr = rates[:, None]
+    theta = np.zeros((runs, d))
+    m = np.zeros((runs, d))
+    s = np.zeros((runs, d))
     b1, b2, eps_adam = 0.9, 0.999, 1e-8
     for t in range(1, steps + 1):
-        if sampling_rate is None:
-            rows = slice(None)
-        else:
-            rows = rng.choice(n, size=rng.binomial(n, q), replace=False)
-        clipped = clipped_gradient_sum(X[rows], y[rows], norms[rows], loss, theta, clip)
-        grad = (clipped + rng.normal(0.0, noise_std, d)) * scale + lam * theta
+        grad = kernel.gradients(theta, rng) + noise_std * rng.standard_normal((runs, d))
+        grad = grad * scale + lam * theta
         if optimizer == "adam":
             m = b1 * m + (1 - b1) * grad
             s = b2 * s + (1 - b2) * grad**2
             step = (m / (1 - b1**t)) / (np.sqrt(s / (1 - b2**t)) + eps_adam)
         else:
             step = grad
-        theta = theta - learning_rate * step
+        theta = theta - lr * step
         if not np.all(np.isfinite(theta)):
             raise FloatingPointError(
                 "DP-SGD diverged (non-finite iterate); lower the learning rate"
             )
     return theta
+
+
+def _clipped_weights(margins, y, norms, loss, clip: float) -> np.ndarray:
+    """f'_i * min(1, C / (|f'_i| ||x_i||)): the clipped gradient of example i is weight_i x_i."""
+    deriv = loss.derivative(margins, y)
+    gnorm = np.abs(deriv) * norms
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return deriv * np.where(gnorm > clip, clip / gnorm, 1.0)
 
 
 def dpsgd(
@@ -118,7 +253,7 @@ def dpsgd(
     noise_multiplier = v.positive("noise_multiplier", noise_multiplier)
     q = v.sampling_rate("sampling_rate", sampling_rate)
     steps = v.positive_int("steps", steps)
-    theta = _run(
+    theta = dpsgd_runs(
         X,
         y,
         loss,
@@ -126,12 +261,12 @@ def dpsgd(
         clip=clip,
         sampling_rate=q,
         steps=steps,
-        learning_rate=learning_rate,
+        learning_rates=learning_rate,
         optimizer=optimizer,
         lam=lam,
         row_bound=row_bound,
         rng=rng,
-    )
+    )[0]
     info = {"n_iter": steps, "noise_multiplier": noise_multiplier, "sampling_rate": q}
     return Release(theta, dpsgd_event(noise_multiplier, q, steps), info)
 
@@ -162,7 +297,7 @@ def dpgd(
     """
     noise_multiplier = v.positive("noise_multiplier", noise_multiplier)
     steps = v.positive_int("steps", steps)
-    theta = _run(
+    theta = dpsgd_runs(
         X,
         y,
         loss,
@@ -170,12 +305,12 @@ def dpgd(
         clip=clip,
         sampling_rate=None,
         steps=steps,
-        learning_rate=learning_rate,
+        learning_rates=learning_rate,
         optimizer=optimizer,
         lam=lam,
         row_bound=row_bound,
         rng=rng,
-    )
+    )[0]
     info = {"n_iter": steps, "noise_multiplier": noise_multiplier}
     return Release(theta, dpgd_event(noise_multiplier, steps), info)
 

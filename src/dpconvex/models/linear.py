@@ -33,7 +33,7 @@ import math
 from numbers import Integral, Real
 
 import numpy as np
-from dp_accounting.dp_event import ComposedDpEvent
+from dp_accounting.dp_event import ComposedDpEvent, GaussianDpEvent
 from scipy.special import expit
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
@@ -42,13 +42,20 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .. import _validation as v
 from .._random import make_rng
-from ..accounting import PrivacyAccountant, amp_parameters, dpsgd_noise_multiplier, gaussian_sigma
+from ..accounting import (
+    PrivacyAccountant,
+    amp_parameters,
+    dpsgd_event,
+    dpsgd_noise_multiplier,
+    gaussian_sigma,
+)
 from ..losses import HuberLoss, LogisticLoss, SquaredLoss
 from ..mechanisms import (
     add_intercept,
     amp,
     design_bound,
     dpgd,
+    dpgd_event,
     dpsgd,
     output_perturbation,
     output_sensitivity,
@@ -81,7 +88,13 @@ _COMMON_CONSTRAINTS = {
     "batch_size": [Interval(Integral, 1, None, closed="left")],
     "learning_rate": [None, *_positive],
     "optimizer": [StrOptions({"adam", "sgd"})],
-    "random_state": ["random_state"],
+    # OS entropy (None), an int seed, or a numpy SeedSequence / Generator; never RandomState
+    "random_state": [
+        None,
+        Interval(Integral, 0, None, closed="left"),
+        np.random.SeedSequence,
+        np.random.Generator,
+    ],
 }
 
 
@@ -100,23 +113,43 @@ class _DPLinearModel(BaseEstimator):
         return min(bound, self._loss().derivative_bound * bound)
 
     # -- fitting -----------------------------------------------------------------
-    def _fit_problems(self, X, targets: list[np.ndarray]):
-        """Run the mechanism once per target vector; return (thetas, events, n_iters)."""
+    def _plan(self, n: int, n_features: int, k: int):
+        """Calibrate for n rows, n_features columns and K problems, from public shapes only.
+
+        Returns (mechanism parameters, the mechanism call, the event of one problem).
+        """
         v.positive("epsilon", self.epsilon)
         v.probability_open("delta", self.delta)
-        loss = self._loss()
-        Xt = transform_rows(X, self.row_norm, self.row_bound)
-        if self.fit_intercept:
-            Xt = add_intercept(Xt, self.intercept_scaling)
         bound = design_bound(
             self.row_norm, self.row_bound, self.fit_intercept, self.intercept_scaling
         )
         clip = self._default_clip(bound) if self.clip is None else float(self.clip)
+        d = n_features + int(bool(self.fit_intercept))
+        return self._calibrate(self._loss(), clip, bound, n, d, k)
+
+    def privacy_event(self, n_samples: int, n_features: int, n_classes: int = 2):
+        """The event a fit on data of this shape would produce (calibration only, no data).
+
+        n_samples is used only by DP-SGD (its sampling rate). One-vs-rest with K > 2
+        classes composes K events.
+        """
+        n_samples = v.positive_int("n_samples", n_samples)
+        n_features = v.positive_int("n_features", n_features)
+        k = 1 if (n_classes <= 2 or not isinstance(self, ClassifierMixin)) else int(n_classes)
+        event = self._plan(n_samples, n_features, k)[2]
+        return event if k == 1 else ComposedDpEvent([event] * k)
+
+    def _fit_problems(self, X, targets: list[np.ndarray]):
+        """Run the mechanism once per target vector; return (thetas, events, n_iters)."""
         k = len(targets)
-        n, d = Xt.shape
+        params, run, planned = self._plan(X.shape[0], X.shape[1], k)
+        Xt = transform_rows(X, self.row_norm, self.row_bound)
+        if self.fit_intercept:
+            Xt = add_intercept(Xt, self.intercept_scaling)
         rng = make_rng(self.random_state)
-        params, run = self._calibrate(loss, clip, bound, n, d, k)
         releases = [run(Xt, t, rng) for t in targets]
+        if any(r.event != planned for r in releases):  # the accounting must match the run
+            raise RuntimeError("mechanism event differs from the calibrated plan; not released")
         self.mechanism_params_ = params
         return (
             np.vstack([r.theta for r in releases]),
@@ -125,7 +158,7 @@ class _DPLinearModel(BaseEstimator):
         )
 
     def _calibrate(self, loss, clip: float, bound: float, n: int, d: int, k: int):
-        """Privacy parameters for K compositions, and the mechanism call that uses them."""
+        """Privacy parameters for K compositions, the mechanism call, and its event."""
         eps, delta = float(self.epsilon), float(self.delta)
         common = {"row_bound": bound}
         if self.method == "amp":
@@ -168,7 +201,7 @@ class _DPLinearModel(BaseEstimator):
                     **common,
                 )
 
-            return params, run
+            return params, run, cal.event
         if self.method == "output":
             lipschitz = min(clip, loss.derivative_bound * bound)
             gauss = gaussian_sigma(eps, delta, math.sqrt(k))  # K-fold Gaussian, unit sensitivity
@@ -196,7 +229,11 @@ class _DPLinearModel(BaseEstimator):
                     **common,
                 )
 
-            return params, run
+            return (
+                params,
+                run,
+                GaussianDpEvent(sigma / output_sensitivity(lipschitz, lam, self.tau)),
+            )
         lr = self.learning_rate or DEFAULT_LEARNING_RATE[self.optimizer]
         lam = 0.0 if self.lam is None else float(self.lam)
         if self.method == "dpsgd":
@@ -230,7 +267,7 @@ class _DPLinearModel(BaseEstimator):
                     **common,
                 )
 
-            return params, run
+            return params, run, dpsgd_event(z, q, steps)
         steps = int(self.epochs)
         # steps*K Gaussian steps compose exactly into one Gaussian of noise z/sqrt(steps*K)
         z = math.sqrt(steps * k) * gaussian_sigma(eps, delta, 1.0)
@@ -257,7 +294,7 @@ class _DPLinearModel(BaseEstimator):
                 **common,
             )
 
-        return params, run
+        return params, run, dpgd_event(z, steps)
 
     def _set_privacy(self, events) -> None:
         self.dp_event_ = events[0] if len(events) == 1 else ComposedDpEvent(list(events))

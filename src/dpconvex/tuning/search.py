@@ -1,0 +1,294 @@
+"""Papernot-Steinke private random search for any dpconvex estimator.
+
+Papernot & Steinke, "Hyperparameter Tuning with Renyi Differential Privacy"
+(ICLR 2022, arXiv 2110.03620): run a private algorithm M a random number K of
+times (K ~ Poisson(mu), or truncated negative binomial) and release only the best
+run; if M is (alpha, eps)-RDP the selection is RDP with the bounds of their
+Thms 2 and 6, priced here by ``dp_accounting.RepeatAndSelectDpEvent``.
+
+One run of M = draw hyperparameters i.i.d. from the given distributions, fit the
+estimator on the training part, and score it. The score that picks the best run
+must itself be private: by default the number of correct predictions on a
+held-out validation part plus Gaussian noise (sensitivity 1, std ``score_noise``),
+whose event is composed into every run; or the accuracy on data the caller
+declares public (``scoring="public"``), which costs nothing. Only the best run's
+model, hyperparameters and noisy score are released, not the others.
+
+Hyperparameters that do not touch the privacy guarantee are tuned for free:
+the solver and its iteration limit (any AMP output meeting the gradient
+certificate is covered by seed 000 Thm 4.1), and DP-SGD's learning rate and
+optimizer (post-processing of noisy gradients). Any other hyperparameter (lam,
+noise settings, clipping, epochs, ...) changes the mechanism, so it must be given
+as a finite list; M is then a data-independent random choice among those
+mechanisms, priced by the pointwise maximum of their RDP curves
+(:class:`~dpconvex.accounting.RandomChoiceDpEvent`). Each run's own budget is
+calibrated so that the whole search meets (epsilon, delta).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from numbers import Real
+
+import numpy as np
+from dp_accounting.dp_event import ComposedDpEvent, GaussianDpEvent, NoOpDpEvent
+from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin, clone
+from sklearn.utils.validation import check_is_fitted
+
+from .. import _validation as v
+from .._random import make_rng
+from ..accounting import (
+    CalibrationError,
+    PrivacyAccountant,
+    RandomChoiceDpEvent,
+    calibrate,
+    tuned_event,
+)
+from .runs import sample_number_of_runs
+
+#: hyperparameters of dpconvex estimators that do not change their privacy cost
+PRIVACY_FREE_PARAMS = frozenset({"solver", "max_iter", "learning_rate", "optimizer"})
+_RESERVED = frozenset({"epsilon", "delta", "random_state", "accounting"})
+
+
+def _is_distribution(value) -> bool:
+    return hasattr(value, "rvs")
+
+
+def _draw(value, rng: np.random.Generator):
+    if _is_distribution(value):
+        draw = value.rvs(random_state=rng)
+        return draw.item() if isinstance(draw, np.generic) else draw
+    if isinstance(value, list | tuple) and value:
+        return value[int(rng.integers(len(value)))]
+    raise ValueError(
+        f"each search space entry must be a non-empty list or a distribution with .rvs(); "
+        f"got {value!r}"
+    )
+
+
+class PrivateRandomSearch(MetaEstimatorMixin, BaseEstimator):
+    """(epsilon, delta)-DP hyperparameter search: Papernot-Steinke repeat-and-select.
+
+    Parameters
+    ----------
+    estimator : a dpconvex estimator (its epsilon and delta are set by the search).
+    param_distributions : dict name -> list (uniform choice) or frozen scipy
+        distribution; each run draws every hyperparameter i.i.d. Privacy-relevant
+        hyperparameters must be lists (see the module docstring).
+    epsilon, delta : budget of the whole search, tuning included.
+    mu : mean number of runs (K ~ Poisson(mu) when ``shape`` is inf).
+    shape : inf (Poisson) or >= 0 (truncated negative binomial; 1 geometric, 0 logarithmic).
+    scoring : "noisy_validation" (default, classifiers) or "public" (pass X_public,
+        y_public to fit; accuracy for classifiers, R^2 for regressors).
+    validation_fraction : share of rows held out for the noisy validation score.
+    score_noise : std of the Gaussian noise on the validation count of correct predictions.
+    run_epsilon : per-run epsilon; None (default) calibrates it to meet ``epsilon``.
+    random_state : None (OS entropy), an int, or a numpy Generator.
+
+    Attributes
+    ----------
+    best_estimator_, best_params_, best_score_ (noisy when scoring is private),
+    n_candidates_ (K, data-independent), run_epsilon_, dp_event_, epsilon_, delta_.
+    The best estimator is trained on the training part only: refitting on all rows
+    would cost more privacy.
+    """
+
+    def __init__(
+        self,
+        estimator,
+        param_distributions,
+        *,
+        epsilon=1.0,
+        delta=1e-5,
+        mu=10.0,
+        shape=math.inf,
+        scoring="noisy_validation",
+        validation_fraction=0.2,
+        score_noise=10.0,
+        run_epsilon=None,
+        random_state=None,
+    ):
+        self.estimator = estimator
+        self.param_distributions = param_distributions
+        self.epsilon = epsilon
+        self.delta = delta
+        self.mu = mu
+        self.shape = shape
+        self.scoring = scoring
+        self.validation_fraction = validation_fraction
+        self.score_noise = score_noise
+        self.run_epsilon = run_epsilon
+        self.random_state = random_state
+
+    # -- privacy plan ------------------------------------------------------------
+    def _relevant_choices(self) -> dict:
+        space = dict(self.param_distributions)
+        bad = _RESERVED & set(space)
+        if bad:
+            raise ValueError(f"{sorted(bad)} are set by the search itself; remove them")
+        valid = set(self.estimator.get_params())
+        unknown = set(space) - valid
+        if unknown:
+            raise ValueError(f"{sorted(unknown)} are not parameters of the estimator")
+        relevant = {}
+        for name, value in space.items():
+            if name in PRIVACY_FREE_PARAMS:
+                continue
+            if not isinstance(value, list | tuple) or not value:
+                raise ValueError(
+                    f"{name!r} changes the privacy cost of a run: give it as a finite list of "
+                    "values, not a distribution"
+                )
+            relevant[name] = list(value)
+        return relevant
+
+    def _score_event(self):
+        if self.scoring == "public":
+            return NoOpDpEvent()
+        return GaussianDpEvent(v.positive("score_noise", self.score_noise))
+
+    def _run_event(self, run_epsilon: float, shape_info: tuple[int, int, int]):
+        """Event of one run of M at per-run budget ``run_epsilon``: training plus scoring."""
+        relevant = self._relevant_choices()
+        names = sorted(relevant)
+        events = []
+        for values in itertools.product(*(relevant[k] for k in names)):
+            est = clone(self.estimator).set_params(
+                **dict(zip(names, values, strict=True)), epsilon=run_epsilon, delta=self.delta
+            )
+            events.append(ComposedDpEvent([est.privacy_event(*shape_info), self._score_event()]))
+        return events[0] if len(events) == 1 else RandomChoiceDpEvent(events)
+
+    def _search_event(self, run_epsilon: float, shape_info):
+        return tuned_event(self._run_event(run_epsilon, shape_info), self.mu, self.shape)
+
+    def _total_epsilon(self, run_epsilon: float, shape_info) -> float:
+        try:
+            event = self._search_event(run_epsilon, shape_info)
+        except CalibrationError:  # some candidate cannot be calibrated to run_epsilon
+            return math.inf
+        return PrivacyAccountant("rdp").compose(event).get_epsilon(self.delta)
+
+    def _calibrate_run_epsilon(self, shape_info) -> float:
+        """Largest per-run epsilon whose search meets the total budget.
+
+        The total is +inf below some per-run epsilon (candidates that cannot be
+        calibrated, e.g. lam with -log(1 - beta/lam) above it) and increasing above.
+        Scan down from epsilon for a feasible point, then bisect above it.
+        """
+        prev, run = self.epsilon, self.epsilon
+        for _ in range(40):
+            if self._total_epsilon(run, shape_info) <= self.epsilon:
+                break
+            prev, run = run, run * 0.7
+        else:
+            raise CalibrationError(
+                f"no per-run budget lets this search meet epsilon={self.epsilon}: lower mu, "
+                "raise epsilon, or drop candidates that need a large per-run epsilon"
+            )
+        if run == prev:
+            return run
+        return calibrate(
+            lambda e: self._total_epsilon(e, shape_info),
+            self.epsilon,
+            run,
+            prev,
+            decreasing=False,
+            floor=run,
+            ceiling=prev,
+            rtol=1e-3,
+        )
+
+    # -- fit -----------------------------------------------------------------------
+    def fit(self, X, y, X_public=None, y_public=None):
+        """Run the search on (X, y); ``X_public``, ``y_public`` only with scoring="public"."""
+        epsilon = v.positive("epsilon", self.epsilon)
+        v.probability_open("delta", self.delta)
+        v.positive("mu", self.mu)
+        if self.scoring not in ("noisy_validation", "public"):
+            raise ValueError(
+                f"scoring must be 'noisy_validation' or 'public', got {self.scoring!r}"
+            )
+        if not hasattr(self.estimator, "privacy_event"):
+            raise TypeError("estimator must be a dpconvex estimator (it needs privacy_event)")
+        classifier = isinstance(self.estimator, ClassifierMixin)
+        if self.scoring == "noisy_validation" and not classifier:
+            raise ValueError(
+                'scoring="noisy_validation" needs a classifier; for regressors '
+                'pass public validation data with scoring="public"'
+            )
+        if self.scoring == "public" and (X_public is None or y_public is None):
+            raise ValueError('scoring="public" needs X_public and y_public')
+        rng = make_rng(self.random_state)
+        X = np.asarray(X) if not hasattr(X, "tocsr") else X.tocsr()
+        y = np.asarray(y)
+        n = y.shape[0]
+        if self.scoring == "noisy_validation":
+            frac = self.validation_fraction
+            if not (isinstance(frac, Real) and 0 < frac < 1):
+                raise ValueError(f"validation_fraction must be in (0, 1), got {frac}")
+            order = rng.permutation(n)  # a public, data-independent split
+            n_val = max(1, int(round(frac * n)))
+            train, val = order[n_val:], order[:n_val]
+            X_train, y_train, X_val, y_val = X[train], y[train], X[val], y[val]
+        else:
+            X_train, y_train = X, y
+        n_classes = np.unique(y_train).size if classifier else 1
+        shape_info = (X_train.shape[0], X_train.shape[1], n_classes)
+        if self.run_epsilon is None:
+            run_epsilon = self._calibrate_run_epsilon(shape_info)
+        else:
+            run_epsilon = v.positive("run_epsilon", self.run_epsilon)
+        event = self._search_event(run_epsilon, shape_info)
+        spent = PrivacyAccountant("rdp").compose(event).get_epsilon(self.delta)
+        if spent > epsilon * (1 + 1e-9):
+            raise ValueError(
+                f"run_epsilon={run_epsilon} makes the search spend epsilon={spent:.6g} > {epsilon}"
+            )
+        k = sample_number_of_runs(rng, self.mu, self.shape)
+        if k == 0:
+            raise RuntimeError(
+                "the random number of runs was 0 (probability exp(-mu)); nothing is selected"
+            )
+        best = None
+        for _ in range(k):
+            params = {name: _draw(space, rng) for name, space in self.param_distributions.items()}
+            est = clone(self.estimator).set_params(
+                **params, epsilon=run_epsilon, delta=self.delta, random_state=rng.spawn(1)[0]
+            )
+            est.fit(X_train, y_train)
+            if self.scoring == "public":
+                score = float(est.score(X_public, y_public))
+            else:
+                correct = float(np.sum(est.predict(X_val) == y_val))
+                score = (correct + rng.normal(0.0, self.score_noise)) / len(y_val)
+            if best is None or score > best[0]:
+                best = (score, params, est)
+        self.best_score_, self.best_params_, self.best_estimator_ = best
+        self.n_candidates_ = k
+        self.run_epsilon_ = float(run_epsilon)
+        self.dp_event_ = event
+        self.epsilon_ = float(spent)
+        self.delta_ = float(self.delta)
+        if classifier:
+            self.classes_ = self.best_estimator_.classes_
+        return self
+
+    # -- delegation ----------------------------------------------------------------
+    def predict(self, X):
+        check_is_fitted(self)
+        return self.best_estimator_.predict(X)
+
+    def decision_function(self, X):
+        check_is_fitted(self)
+        return self.best_estimator_.decision_function(X)
+
+    def predict_proba(self, X):
+        check_is_fitted(self)
+        return self.best_estimator_.predict_proba(X)
+
+    def score(self, X, y):
+        check_is_fitted(self)
+        return self.best_estimator_.score(X, y)
