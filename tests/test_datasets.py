@@ -45,3 +45,48 @@ def test_csv_loader(tmp_path):
         load_csv(path, "label")
     with pytest.raises(ValueError, match="no such data file"):
         load_csv(tmp_path / "missing.csv", "label")
+
+
+def test_synthetic_recipes_are_exact_and_reproducible():
+    from sklearn.datasets import make_classification
+
+    from dpconvex.datasets import load_synthetic_h, load_synthetic_l
+
+    low = load_synthetic_l()
+    assert low.X.shape == (10_000, 40) and set(np.unique(low.y)) == {0, 1}
+    X, y = make_classification(
+        n_samples=10_000,
+        n_features=40,
+        n_informative=30,
+        n_classes=2,
+        class_sep=2.0,
+        random_state=1000,
+    )
+    np.testing.assert_array_equal(low.X, X)
+    np.testing.assert_array_equal(low.y, y)
+    high = load_synthetic_h()
+    assert high.X.shape == (2_000, 2_000)
+    np.testing.assert_array_equal(high.X, load_synthetic_h().X)
+
+
+def test_libsvm_and_gisette_from_user_files(tmp_path, monkeypatch):
+    from dpconvex.datasets import find_gisette, gisette_surrogate, load_gisette, load_libsvm
+
+    libsvm = tmp_path / "gisette_scale"
+    libsvm.write_text("1 1:0.5 3:-1\n-1 2:2\n1 3:1\n")
+    data = load_libsvm(libsvm)
+    assert data.X.shape == (3, 3) and list(data.y) == [1, -1, 1]
+    assert load_gisette(tmp_path).X.shape == (3, 3)
+    assert list(load_gisette(tmp_path).y) == [1, 0, 1]
+    uci = tmp_path / "uci"
+    uci.mkdir()
+    (uci / "gisette_train.data").write_text("1 0 3\n0 5 0\n")
+    (uci / "gisette_train.labels").write_text("1\n-1\n")
+    assert load_gisette(uci).X.shape == (2, 3)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    monkeypatch.setenv("DPCONVEX_DATA", str(empty))
+    assert find_gisette() is None
+    with pytest.raises(FileNotFoundError, match="nothing is downloaded"):
+        load_gisette()
+    assert gisette_surrogate().name == "gisette-surrogate"

@@ -354,6 +354,56 @@ def fit(
     _emit(summary, as_json)
 
 
+@cli.command("demo")
+@click.option("--epsilon", type=float, default=1.0, show_default=True, help="Privacy budget.")
+@click.option("--delta", type=float, default=1e-5, show_default=True, help="Privacy delta.")
+@click.option("--seed", type=int, default=None, help="Seed of the noise (default: OS entropy).")
+@json_option
+def demo(epsilon, delta, seed, as_json):
+    """AMP on the bundled Adult data, beside DP-SGD at the same budget and non-private LR."""
+    from .experiments.demo import run_demo
+
+    result = run_demo(epsilon, delta, seed)
+    if as_json:
+        click.echo(json.dumps(result, indent=2))
+        return
+    click.echo(
+        f"dpconvex demo: {result['data']}, {result['n_train']} train / "
+        f"{result['n_test']} test rows, target epsilon={epsilon:g}, delta={delta:g}"
+    )
+    click.echo(f"{'method':<48} {'test acc':>8} {'epsilon spent':>14} {'fit s':>7}")
+    for row in result["results"]:
+        spent = "not private" if row["epsilon"] is None else f"{row['epsilon']:.8g}"
+        click.echo(
+            f"{row['method']:<48} {100 * row['accuracy']:>7.2f}% {spent:>14} "
+            f"{row['fit_seconds']:>7.2f}"
+        )
+
+
+REPRODUCTIONS = ("fig1", "fig2", "fig3", "fig4", "fig5", "tables")
+
+
+@cli.command("reproduce")
+@click.argument("name", type=click.Choice(REPRODUCTIONS))
+@click.option("--out", type=click.Path(file_okay=False), required=True, help="Output directory.")
+@click.option("--trials", type=int, default=None, help="Trials per cell (fig2, tables).")
+@click.option("--quick", is_flag=True, help="A fast smoke run (under a minute).")
+def reproduce(name, out, trials, quick):
+    """Reproduce a figure or the tables of seed 000; writes CSV/JSON and a PNG to OUT."""
+    from .experiments import accounting_figures, accuracy
+
+    if trials is not None and trials < 2:
+        raise ValueError(f"--trials must be >= 2 (a confidence interval needs two), got {trials}")
+    out_dir = Path(out)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    start = time.perf_counter()
+    if name in ("fig2", "tables"):
+        getattr(accuracy, name)(out_dir, quick=quick, trials=trials)
+    else:
+        getattr(accounting_figures, name)(out_dir, quick=quick)
+    click.echo(f"{name}: wrote {out_dir} in {time.perf_counter() - start:.1f} s")
+
+
 @cli.group()
 def plot() -> None:
     """Figures."""

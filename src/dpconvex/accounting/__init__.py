@@ -19,6 +19,7 @@ from .calibrators import (
     amp_parameters,
     dpsgd_noise_multiplier,
     gaussian_sigma,
+    pld_grid,
 )
 from .conversions import (
     delta_from_rdp,
@@ -93,6 +94,7 @@ __all__ = [
     "objpert_delta",
     "objpert_epsilon",
     "objpert_rdp",
+    "pld_grid",
     "smallest_epsilon",
     "tuned_event",
 ]

@@ -258,7 +258,12 @@ class PrivacyAccountant:
         hi = self._orders[min(i + 1, self._orders.size - 1)]
         if hi <= lo or lo <= 1.0:
             return None
-        return 1.0 + np.geomspace(lo - 1.0, hi - 1.0, 41)
+        fine = 1.0 + np.geomspace(lo - 1.0, hi - 1.0, 41)
+        if lo >= 256:  # large integer orders: stay on integers, where
+            # dp_accounting's subsampled-Gaussian RDP is exact (fractional orders there
+            # are slow and may fail to converge)
+            fine = np.unique(np.round(fine))
+        return fine
 
     def _rdp_convert(self, convert, value: float) -> float:
         """Best conversion over the orders, then over a fine grid around the best order."""

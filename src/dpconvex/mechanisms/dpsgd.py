@@ -47,7 +47,10 @@ def poisson_batches(
     process), which is exact; a run whose draws end before n is extended, never
     redrawn. ``rows`` lists the runs' rows one run after another.
     """
-    if runs <= 2:  # K ~ Binomial(n, q), then a uniform K-subset: the same distribution
+    if runs == 1:  # K ~ Binomial(n, q), then a uniform K-subset: the same distribution
+        rows = rng.choice(n, size=rng.binomial(n, q), replace=False)
+        return rows, np.array([rows.size])
+    if runs == 2:
         chunks = [rng.choice(n, size=rng.binomial(n, q), replace=False) for _ in range(runs)]
         return np.concatenate(chunks), np.array([c.size for c in chunks])
     mean = n * q
@@ -81,6 +84,7 @@ class _DenseAllRows(_FullBatch):
     def __init__(self, X, y, norms, loss, clip, q):
         super().__init__(X, y, norms, loss, clip)
         self.q = q
+        self.y1, self.norms1 = np.ascontiguousarray(y), np.ascontiguousarray(norms)
 
     def gradients(self, theta, rng):
         n, runs = self.X.shape[0], theta.shape[0]
@@ -105,7 +109,7 @@ class _DenseGather(_DenseAllRows):
         xb = self.X[rows]
         if runs == 1:  # two BLAS matrix-vector products
             w = _clipped_weights(
-                xb @ theta[0], self.y[rows, 0], self.norms[rows, 0], self.loss, self.clip
+                xb @ theta[0], self.y1[rows], self.norms1[rows], self.loss, self.clip
             )
             return (xb.T @ w)[None, :]
         owner = np.repeat(np.arange(runs), sizes)
@@ -204,19 +208,26 @@ def dpsgd_runs(
     s = np.zeros((runs, d))
     b1, b2, eps_adam = 0.9, 0.999, 1e-8
     for t in range(1, steps + 1):
-        grad = kernel.gradients(theta, rng) + noise_std * rng.standard_normal((runs, d))
-        grad = grad * scale + lam * theta
-        if optimizer == "adam":
-            m = b1 * m + (1 - b1) * grad
-            s = b2 * s + (1 - b2) * grad**2
-            step = (m / (1 - b1**t)) / (np.sqrt(s / (1 - b2**t)) + eps_adam)
+        grad = kernel.gradients(theta, rng)
+        grad += noise_std * rng.standard_normal((runs, d))
+        grad *= scale
+        if lam:
+            grad += lam * theta
+        if optimizer == "adam":  # in-place Adam (Kingma & Ba 2015)
+            m *= b1
+            m += (1 - b1) * grad
+            s *= b2
+            s += (1 - b2) * grad * grad
+            denom = np.sqrt(s * (1.0 / (1 - b2**t)))
+            denom += eps_adam
+            theta -= (lr / (1 - b1**t)) * m / denom
         else:
-            step = grad
-        theta = theta - lr * step
-        if not np.all(np.isfinite(theta)):
-            raise FloatingPointError(
-                "DP-SGD diverged (non-finite iterate); lower the learning rate"
-            )
+            theta -= lr * grad
+        if t % 64 == 0 or t == steps:
+            if not np.all(np.isfinite(theta)):
+                raise FloatingPointError(
+                    "DP-SGD diverged (non-finite iterate); lower the learning rate"
+                )
     return theta
 
 

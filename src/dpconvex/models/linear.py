@@ -48,6 +48,7 @@ from ..accounting import (
     dpsgd_event,
     dpsgd_noise_multiplier,
     gaussian_sigma,
+    pld_grid,
 )
 from ..losses import HuberLoss, LogisticLoss, SquaredLoss
 from ..mechanisms import (
@@ -298,7 +299,10 @@ class _DPLinearModel(BaseEstimator):
 
     def _set_privacy(self, events) -> None:
         self.dp_event_ = events[0] if len(events) == 1 else ComposedDpEvent(list(events))
-        spent = PrivacyAccountant(self.accounting).compose(self.dp_event_).get_epsilon(self.delta)
+        # DP-SGD is calibrated on the grid pld_grid(epsilon); report with the same accountant
+        h = pld_grid(self.epsilon) if self.method == "dpsgd" else 1e-4
+        accountant = PrivacyAccountant(self.accounting, value_discretization_interval=h)
+        spent = accountant.compose(self.dp_event_).get_epsilon(self.delta)
         if spent > self.epsilon * (1 + 1e-9):  # calibration guarantees this never happens
             raise RuntimeError(
                 f"accountant reports epsilon={spent} above the target {self.epsilon}; "
