@@ -11,6 +11,8 @@ from .accountants import (
     PrivacyAccountant,
     RdpAccountant,
     UnsupportedEventError,
+    register_pld,
+    register_rdp,
 )
 from .calibration import CalibrationError, calibrate, smallest_epsilon
 from .calibrators import (
@@ -94,6 +96,8 @@ __all__ = [
     "objpert_delta",
     "objpert_epsilon",
     "objpert_rdp",
+    "register_pld",
+    "register_rdp",
     "pld_grid",
     "smallest_epsilon",
     "tuned_event",

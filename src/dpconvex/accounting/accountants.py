@@ -14,6 +14,8 @@ Papernot-Steinke tuning of our own mechanisms works unchanged.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 from dp_accounting import dp_event, privacy_accountant
 from dp_accounting.pld import pld_privacy_accountant
@@ -44,8 +46,29 @@ DEFAULT_RDP_ORDERS = np.array(
 
 ACCOUNTINGS = ("auto", "pld", "rdp")
 
+# Extension points: other modules price their own event types here, without
+# editing this file. An RDP rule maps (event, orders) to the RDP curve at those
+# orders; a PLD rule maps (event, grid step h) to the event's pessimistic PLRV
+# (:class:`dpconvex.accounting.pld.LossPmf`, symmetric in add/remove; Poisson
+# subsampling of the event then works too). Both must hold for add/remove
+# neighbours and cite the theorem they implement.
+RDP_RULES: dict[type, Callable[[dp_event.DpEvent, np.ndarray], np.ndarray]] = {}
+PLD_RULES: dict[type, Callable[[dp_event.DpEvent, float], _pld.LossPmf]] = {}
+
+
+def register_rdp(event_type: type, rule: Callable) -> None:
+    """Let :class:`RdpAccountant` price ``event_type`` with ``rule(event, orders)``."""
+    RDP_RULES[event_type] = rule
+
+
+def register_pld(event_type: type, rule: Callable) -> None:
+    """Let :class:`PLDAccountant` price ``event_type`` with ``rule(event, h) -> LossPmf``."""
+    PLD_RULES[event_type] = rule
+
 
 def _our_rdp(event: dp_event.DpEvent, orders: np.ndarray) -> np.ndarray | None:
+    if type(event) in RDP_RULES:
+        return np.asarray(RDP_RULES[type(event)](event, orders), dtype=float)
     if isinstance(event, ObjectivePerturbationDpEvent):
         return np.asarray(
             objpert_rdp(
@@ -68,6 +91,8 @@ def _our_rdp(event: dp_event.DpEvent, orders: np.ndarray) -> np.ndarray | None:
 
 
 def _our_loss_pmf(event: dp_event.DpEvent, h: float) -> _pld.LossPmf | None:
+    if type(event) in PLD_RULES:
+        return PLD_RULES[type(event)](event, h)
     if isinstance(event, ObjectivePerturbationDpEvent):
         return _pld.objpert_loss_pmf(event.sigma, event.lam, event.beta, event.lipschitz, h)
     if isinstance(event, AmpDpEvent):
@@ -78,6 +103,14 @@ def _our_loss_pmf(event: dp_event.DpEvent, h: float) -> _pld.LossPmf | None:
 
 
 _OURS = (ObjectivePerturbationDpEvent, AmpDpEvent)
+
+
+def _ours_rdp(event) -> bool:
+    return isinstance(event, _OURS) or type(event) in RDP_RULES
+
+
+def _ours_pld(event) -> bool:
+    return isinstance(event, _OURS) or type(event) in PLD_RULES
 
 
 def _relation_error(event: dp_event.DpEvent, relation) -> _CompositionError:
@@ -103,7 +136,7 @@ class RdpAccountant(rdp_privacy_accountant.RdpAccountant):
         super().__init__(list(orders), neighboring_relation)
 
     def _maybe_compose(self, event, count, do_compose):
-        if isinstance(event, _OURS):
+        if _ours_rdp(event):
             if self.neighboring_relation is not _ADD_REMOVE:
                 return _relation_error(event, self.neighboring_relation)
             if do_compose:
@@ -133,9 +166,9 @@ class PLDAccountant(pld_privacy_accountant.PLDAccountant):
 
     def _our_pld(self, event):
         h = self._value_discretization_interval
-        if isinstance(event, _OURS):
+        if _ours_pld(event):
             return _pld.to_pld(_our_loss_pmf(event, h))
-        if isinstance(event, dp_event.PoissonSampledDpEvent) and isinstance(event.event, _OURS):
+        if isinstance(event, dp_event.PoissonSampledDpEvent) and _ours_pld(event.event):
             return _pld.to_pld(
                 *_pld.poisson_subsample(_our_loss_pmf(event.event, h), event.sampling_probability)
             )
@@ -143,7 +176,7 @@ class PLDAccountant(pld_privacy_accountant.PLDAccountant):
 
     def _maybe_compose(self, event, count, do_compose):
         inner = event.event if isinstance(event, dp_event.PoissonSampledDpEvent) else event
-        if isinstance(inner, _OURS):
+        if _ours_pld(inner):
             if self.neighboring_relation is not _ADD_REMOVE:
                 return _relation_error(inner, self.neighboring_relation)
             if do_compose and not (
