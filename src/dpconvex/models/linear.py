@@ -64,6 +64,7 @@ from ..mechanisms import (
     transform_rows,
 )
 from ..optim import SOLVERS
+from ..scale.objective import is_dask_array
 
 METHODS = ("amp", "output", "dpsgd", "dpgd")
 DEFAULT_LEARNING_RATE = {"adam": 0.02, "sgd": 0.5}
@@ -144,14 +145,21 @@ class _DPLinearModel(BaseEstimator):
         """Run the mechanism once per target vector; return (thetas, events, n_iters)."""
         k = len(targets)
         params, run, planned = self._plan(X.shape[0], X.shape[1], k)
-        Xt = transform_rows(X, self.row_norm, self.row_bound)
-        if self.fit_intercept:
-            Xt = add_intercept(Xt, self.intercept_scaling)
+        if is_dask_array(X):  # out of core: the row policy is applied chunk by chunk
+            from ..scale.fit import dask_runner
+
+            run, Xt = dask_runner(self, params), X
+        else:
+            Xt = transform_rows(X, self.row_norm, self.row_bound)
+            if self.fit_intercept:
+                Xt = add_intercept(Xt, self.intercept_scaling)
         rng = make_rng(self.random_state)
         releases = [run(Xt, t, rng) for t in targets]
         if any(r.event != planned for r in releases):  # the accounting must match the run
             raise RuntimeError("mechanism event differs from the calibrated plan; not released")
         self.mechanism_params_ = params
+        if is_dask_array(X):  # passes over the data, for the out-of-core benchmark
+            self.n_passes_ = int(sum(r.info.get("passes", 0) for r in releases))
         return (
             np.vstack([r.theta for r in releases]),
             [r.event for r in releases],
@@ -311,8 +319,24 @@ class _DPLinearModel(BaseEstimator):
         self.epsilon_ = float(spent)
         self.delta_ = float(self.delta)
 
+    def _validated(self, X, y, **kwargs):
+        """validate_data for in-memory input; row-chunked dask arrays pass through lazily."""
+        if is_dask_array(X):
+            from ..scale.fit import check_dask_inputs
+
+            X, y = check_dask_inputs(X, y)
+            self.n_features_in_ = int(X.shape[1])
+            return X, y
+        return validate_data(self, X, y, accept_sparse="csr", dtype=np.float64, **kwargs)
+
     def _linear(self, X) -> np.ndarray:
         check_is_fitted(self)
+        if is_dask_array(X):
+            from ..scale.fit import linear_scores
+
+            if X.shape[1] != self.n_features_in_:
+                raise ValueError(f"X has {X.shape[1]} features, expected {self.n_features_in_}")
+            return linear_scores(self, X)
         X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
         Xt = transform_rows(X, self.row_norm, self.row_bound, check=False)
         return np.asarray(Xt @ self.coef_.T) + self.intercept_
@@ -408,9 +432,10 @@ class DPLogisticRegression(ClassifierMixin, _DPLinearModel):
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
         """Fit on (X, y); labels may be any two or more classes (one-vs-rest beyond two)."""
-        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64)
-        check_classification_targets(y)
-        self.classes_ = np.unique(y)
+        X, y = self._validated(X, y)
+        classes = np.unique(y)
+        self.classes_ = np.asarray(classes.compute() if is_dask_array(classes) else classes)
+        check_classification_targets(self.classes_ if is_dask_array(y) else y)
         if self.classes_.size < 2:
             raise ValueError(
                 "DPLogisticRegression needs samples of at least 2 classes in the data; "
@@ -432,9 +457,19 @@ class DPLogisticRegression(ClassifierMixin, _DPLinearModel):
 
     def predict(self, X):
         scores = self.decision_function(X)
-        if scores.ndim == 1:
-            return self.classes_[(scores > 0).astype(int)]
-        return self.classes_[np.argmax(scores, axis=1)]
+        pick = (
+            (lambda s: (s > 0).astype(int))
+            if scores.ndim == 1
+            else (lambda s: np.argmax(s, axis=1))
+        )
+        if is_dask_array(scores):
+            classes = self.classes_
+            return scores.map_blocks(
+                lambda s: classes[pick(s)],
+                dtype=classes.dtype,
+                drop_axis=None if scores.ndim == 1 else 1,
+            )
+        return self.classes_[pick(scores)]
 
     def predict_proba(self, X):
         """Logistic probabilities; one-vs-rest scores are normalized across classes."""
@@ -455,9 +490,10 @@ class _DPRegressor(RegressorMixin, _DPLinearModel):
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
         """Fit on (X, y); targets are clipped to [-y_bound, y_bound] and scaled by 1/y_bound."""
-        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64, y_numeric=True)
+        X, y = self._validated(X, y, y_numeric=True)
         scale = float(self.y_bound)
-        target = np.clip(np.asarray(y, dtype=np.float64), -scale, scale) / scale
+        y = y.astype(np.float64) if is_dask_array(y) else np.asarray(y, dtype=np.float64)
+        target = np.clip(y, -scale, scale) / scale  # stays lazy for dask labels
         theta, events, n_iter = self._fit_problems(X, [target])
         coef, intercept = self._split_theta(theta, scale)
         self.coef_, self.intercept_ = coef.ravel(), float(intercept[0])

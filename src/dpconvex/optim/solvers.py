@@ -141,6 +141,11 @@ def solve(
         raise ValueError(f"tau must be a finite number > 0, got {tau}")
     theta = np.zeros(obj.d) if theta0 is None else np.asarray(theta0, dtype=np.float64)
     n_iter = 0
+    if getattr(obj, "passes_are_expensive", False):  # out-of-core: each evaluation is a pass
+        if method == "svrg":
+            raise ValueError("SVRG needs random access to rows; use 'lbfgs' on dask data")
+        if method == "auto":
+            method = "lbfgs"  # far fewer passes than Newton's Hessian-vector products
     if method in ("auto", "newton"):
         theta, n_iter = _newton(obj, tau, theta, max_iter)
     if method == "lbfgs" or (method == "auto" and obj.gradient_norm(theta) > tau):

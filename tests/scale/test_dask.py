@@ -1,0 +1,134 @@
+"""Out-of-core fits on dask arrays agree with the in-memory ones and keep the same accounting."""
+
+import json
+
+import numpy as np
+import pytest
+
+da = pytest.importorskip("dask.array")
+dask = pytest.importorskip("dask")
+
+from dpconvex import DPLinearRegression, DPLogisticRegression  # noqa: E402
+from dpconvex.losses import ClippedLoss, LogisticLoss  # noqa: E402
+from dpconvex.mechanisms import add_intercept, amp, transform_rows  # noqa: E402
+from dpconvex.optim import PerturbedGLMObjective  # noqa: E402
+from dpconvex.scale import DaskGLMObjective  # noqa: E402
+from dpconvex.scale.data import read_table, synthetic_glm  # noqa: E402
+from dpconvex.scale.mechanisms import amp_dask  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def synchronous_scheduler():
+    with dask.config.set(scheduler="synchronous"):
+        yield
+
+
+@pytest.fixture(scope="module")
+def data():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(3000, 6)) * rng.uniform(0.1, 4, (3000, 1))
+    y = np.where(X[:, 0] + 0.5 * rng.normal(size=3000) > 0, 1, -1)
+    return X, y
+
+
+def test_objective_matches_in_memory(data):
+    X, y = data
+    rows = {"row_norm": "normalize", "row_bound": 1.0, "fit_intercept": True,
+            "intercept_scaling": 1.0}
+    loss = ClippedLoss(LogisticLoss(), 0.6)
+    b = np.random.default_rng(1).normal(size=7)
+    Xt = add_intercept(transform_rows(X, "normalize", 1.0), 1.0)
+    mem = PerturbedGLMObjective(Xt, y, loss, 2.0, b)
+    big = DaskGLMObjective(da.from_array(X, chunks=(700, 6)), da.from_array(y, chunks=700),
+                           loss, 2.0, b, **rows)
+    theta, v = np.linspace(-1, 1, 7), np.linspace(2, -1, 7)
+    fm, gm = mem.value_and_gradient(theta)
+    fb, gb = big.value_and_gradient(theta)
+    assert fb == pytest.approx(fm, rel=1e-12)
+    np.testing.assert_allclose(gb, gm, rtol=1e-11)
+    np.testing.assert_allclose(big.hessian_vector(theta, v), mem.hessian_vector(theta, v),
+                               rtol=1e-11)
+    assert big.passes == 2
+
+
+def test_amp_on_dask_equals_in_memory_for_the_same_noise(data):
+    X, y = data
+    kw = {"lam": 3.0, "sigma": 4.0, "tau": 0.01, "sigma_out": 0.15, "clip": np.sqrt(2)}
+    Xt = add_intercept(transform_rows(X, "normalize", 1.0), 1.0)
+    mem = amp(Xt, y, "logistic", row_bound=np.sqrt(2), solver="lbfgs",
+              rng=np.random.default_rng(5), **kw)
+    big = amp_dask(da.from_array(X, chunks=(500, 6)), da.from_array(y, chunks=500), "logistic",
+                   row_norm="normalize", row_bound=1.0, fit_intercept=True,
+                   intercept_scaling=1.0, rng=np.random.default_rng(5), **kw)
+    assert big.event == mem.event
+    # both certified points lie within tau/lam of the same theta^P; output noise is shared
+    assert np.linalg.norm(big.theta - mem.theta) <= 2 * kw["tau"] / kw["lam"]
+    assert big.info["grad_norm"] <= kw["tau"] and big.info["passes"] >= 2
+
+
+@pytest.mark.parametrize("method", ["amp", "output", "dpgd"])
+def test_estimators_accept_dask_arrays(data, method):
+    X, y = data
+    kw = {"epsilon": 2.0, "method": method, "random_state": 0, "solver": "lbfgs", "epochs": 10}
+    mem = DPLogisticRegression(**kw).fit(X, y)
+    big = DPLogisticRegression(**kw).fit(da.from_array(X, chunks=(800, 6)),
+                                         da.from_array(y, chunks=800))
+    assert big.dp_event_ == mem.dp_event_ and big.epsilon_ == mem.epsilon_
+    np.testing.assert_allclose(big.coef_, mem.coef_, atol=2 * 0.01 / 1.0)
+    pred = big.predict(da.from_array(X, chunks=(900, 6)))
+    assert isinstance(pred, da.Array)
+    np.testing.assert_array_equal(pred.compute(), big.predict(X))
+
+
+def test_regressor_on_dask(data):
+    X, _ = data
+    y = np.clip(X[:, 1] / 4, -1, 1)
+    mem = DPLinearRegression(epsilon=3.0, random_state=1, solver="lbfgs").fit(X, y)
+    big = DPLinearRegression(epsilon=3.0, random_state=1, solver="lbfgs").fit(
+        da.from_array(X, chunks=(1000, 6)), da.from_array(y, chunks=1000))
+    np.testing.assert_allclose(big.coef_, mem.coef_, atol=0.05)
+
+
+def test_dask_refusals(data):
+    X, y = data
+    Xd, yd = da.from_array(X, chunks=(800, 6)), da.from_array(y, chunks=800)
+    with pytest.raises(ValueError, match="not available on dask"):
+        DPLogisticRegression(method="dpsgd").fit(Xd, yd)
+    with pytest.raises(ValueError, match="row_bound"):
+        DPLogisticRegression(row_norm="error", row_bound=0.5, solver="lbfgs").fit(Xd, yd)
+    bad = X.copy()
+    bad[1234, 2] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        DPLogisticRegression(solver="lbfgs").fit(da.from_array(bad, chunks=(800, 6)), yd)
+    with pytest.raises(ValueError, match="SVRG"):
+        DPLogisticRegression(solver="svrg").fit(Xd, yd)
+
+
+def test_synthetic_data_is_chunkwise_and_deterministic():
+    X, y = synthetic_glm(2500, 4, chunk_rows=1000, seed=3)
+    assert X.chunks == ((1000, 1000, 500), (4,))
+    np.testing.assert_array_equal(X.compute(), synthetic_glm(2500, 4, chunk_rows=1000,
+                                                             seed=3)[0].compute())
+    assert set(np.unique(y.compute())) == {-1, 1}
+
+
+def test_read_table_and_cli_fit_with_dask(tmp_path, capsys):
+    pd = pytest.importorskip("pandas")
+    X, y = synthetic_glm(4000, 3, chunk_rows=1000, seed=2)
+    frame = pd.DataFrame(X.compute(), columns=["a", "b", "c"])
+    frame["label"] = y.compute()
+    frame.to_csv(tmp_path / "t.csv", index=False)
+    (Xtr, ytr), (Xte, yte) = read_table(tmp_path / "t.csv", "label", seed=0)
+    assert Xtr.shape[0] + Xte.shape[0] == 4000 and Xtr.shape[1] == 3
+    with pytest.raises(ValueError, match="target column"):
+        read_table(tmp_path / "t.csv", "nope")
+    from dpconvex.cli import main
+
+    with pytest.raises(SystemExit) as info:
+        main(["fit", "--data", str(tmp_path / "t.csv"), "--target", "label", "--epsilon", "2",
+              "--delta", "1e-5", "--dask", "--json", "--seed", "0", "--out",
+              str(tmp_path / "m.json")])
+    assert info.value.code == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["epsilon"] <= 2.0 and 0.5 < result["accuracy"] <= 1.0
+    assert json.loads((tmp_path / "m.json").read_text())["dask"] is True
