@@ -1,12 +1,15 @@
 """dpconvex: differentially private convex learning with tight, cited, tested accounting."""
 
 from . import accounting
+from .budget import Budget, BudgetExceededError
 from .models import DPHuberRegressor, DPLinearRegression, DPLogisticRegression
 from .tuning import PrivateRandomSearch
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "Budget",
+    "BudgetExceededError",
     "DPHuberRegressor",
     "DPLinearRegression",
     "DPLogisticRegression",

@@ -33,6 +33,7 @@ from .accounting import (
     objpert_rdp,
     tuned_event,
 )
+from .budget import BudgetExceededError
 
 
 def _emit(result: dict, as_json: bool) -> None:
@@ -318,6 +319,12 @@ def _jsonable(value):
 @click.option(
     "--scheduler", default=None, help="dask scheduler address (default: a 2-worker LocalCluster)."
 )
+@click.option(
+    "--budget",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Charge a budget ledger (see `dpconvex budget init`) before training.",
+)
 @json_option
 def fit(
     data,
@@ -332,11 +339,14 @@ def fit(
     out,
     use_dask,
     scheduler,
+    budget,
     as_json,
 ):
     """Train DPLogisticRegression, print test accuracy and the privacy spent, save the model."""
     from .models import DPLogisticRegression
 
+    if use_dask and budget:
+        raise ValueError("--budget is not supported with --dask yet")
     if use_dask:
         _fit_dask(
             data,
@@ -360,8 +370,19 @@ def fit(
     model = DPLogisticRegression(
         epsilon=epsilon, delta=delta, method=method, accounting=accounting, random_state=seed
     )
+    planned = model.privacy_event(X_train.shape[0], X_train.shape[1], len(np.unique(y_train)))
+    if budget is not None:  # refused before the mechanism runs if it would overspend
+        from .budget import Budget
+
+        Budget(budget).spend(
+            planned,
+            mechanism=f"DPLogisticRegression(method={method})",
+            label=f"dpconvex fit --data {data}",
+        )
     start = time.perf_counter()
     model.fit(X_train, y_train)
+    if model.dp_event_ != planned:  # pragma: no cover - fit checks its own plan too
+        raise RuntimeError("the fit's event differs from the one charged to the budget")
     seconds = time.perf_counter() - start
     accuracy = float(model.score(X_test, y_test))
     record = {
@@ -462,6 +483,75 @@ def _fit_dask(
     _emit(summary, as_json)
 
 
+@cli.group("budget")
+def budget_group() -> None:
+    """A privacy budget ledger shared by processes (SQLite)."""
+
+
+@budget_group.command("init")
+@click.argument("path", type=click.Path(dir_okay=False))
+@click.option("--epsilon", type=float, required=True)
+@delta_option
+@click.option(
+    "--accounting", type=click.Choice(["auto", "pld", "rdp"]), default="auto", show_default=True
+)
+def budget_init(path, epsilon, delta, accounting):
+    """Create a ledger at PATH with budget (epsilon, delta)."""
+    from .budget import Budget
+
+    if Path(path).exists():
+        raise ValueError(f"{path} exists already; use `dpconvex budget show {path}`")
+    ledger = Budget(path, epsilon, delta, accounting=accounting)
+    click.echo(f"created {path}: epsilon={ledger.epsilon:g}, delta={ledger.delta:g}")
+
+
+@budget_group.command("show")
+@click.argument("path", type=click.Path(exists=True, dir_okay=False))
+@json_option
+def budget_show(path, as_json):
+    """Print what was spent from the ledger at PATH, and what is left."""
+    from .accounting.serialization import event_to_dict
+    from .budget import Budget
+
+    ledger = Budget(path)
+    entries = ledger.entries()
+    spent = ledger.spent()
+    if as_json:
+        click.echo(
+            json.dumps(
+                {
+                    "epsilon_budget": ledger.epsilon,
+                    "delta": ledger.delta,
+                    "epsilon_spent": spent,
+                    "epsilon_left": max(0.0, ledger.epsilon - spent),
+                    "entries": [
+                        {
+                            "id": e.id,
+                            "time": e.time,
+                            "mechanism": e.mechanism,
+                            "label": e.label,
+                            "epsilon_after": e.epsilon_after,
+                            "event": event_to_dict(e.event),
+                        }
+                        for e in entries
+                    ],
+                },
+                indent=2,
+            )
+        )
+        return
+    click.echo(
+        f"budget epsilon={ledger.epsilon:g} at delta={ledger.delta:g} "
+        f"({ledger.accounting} accounting)"
+    )
+    click.echo(f"spent  epsilon={spent:.8g}   left {max(0.0, ledger.epsilon - spent):.8g}")
+    for e in entries:
+        stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(e.time))
+        click.echo(
+            f"  #{e.id} {stamp} UTC  {e.mechanism}  {e.label}  (total after: {e.epsilon_after:.6g})"
+        )
+
+
 @cli.command("demo")
 @click.option("--epsilon", type=float, default=1.0, show_default=True, help="Privacy budget.")
 @click.option("--delta", type=float, default=1e-5, show_default=True, help="Privacy delta.")
@@ -539,7 +629,7 @@ def main(argv: list[str] | None = None) -> None:
     except click.ClickException as exc:
         click.echo(f"dpconvex: error: {exc.format_message()}", err=True)
         sys.exit(2)
-    except (ValueError, UnsupportedEventError, OverflowError) as exc:
+    except (ValueError, UnsupportedEventError, OverflowError, BudgetExceededError) as exc:
         message = " ".join(str(exc).split())
         click.echo(f"dpconvex: error: {message}", err=True)
         sys.exit(2)
