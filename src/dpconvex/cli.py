@@ -552,6 +552,82 @@ def budget_show(path, as_json):
         )
 
 
+AUDIT_MARKERS = ("<!-- audit-table:start -->", "<!-- audit-table:end -->")
+
+
+@cli.command("audit")
+@click.argument("mechanism", required=False)
+@click.option("--all", "run_all", is_flag=True, help="Audit every mechanism; write the table.")
+@click.option(
+    "--runs",
+    type=int,
+    default=None,
+    help="Runs on each neighbouring input (default 1e5 with --all, else 1e4).",
+)
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False),
+    default="docs/reliability.md",
+    show_default=True,
+    help="With --all: file whose audit table is rewritten.",
+)
+@json_option
+def audit(mechanism, run_all, runs, seed, out, as_json):
+    """Empirical lower bound on epsilon for MECHANISM (or --all), vs the claimed epsilon."""
+    from .audit import AUDITS, run_audit
+
+    if run_all == (mechanism is not None):
+        raise ValueError(f"give one MECHANISM ({', '.join(sorted(AUDITS))}) or --all")
+    names = sorted(AUDITS) if run_all else [mechanism]
+    runs = runs or (100_000 if run_all else 10_000)
+    if runs < 20:
+        raise ValueError(f"--runs must be >= 20, got {runs}")
+    results = [run_audit(name, runs, seed=seed, progress=not as_json) for name in names]
+    if as_json:
+        click.echo(json.dumps([r.as_dict() for r in results], indent=2))
+    else:
+        click.echo(
+            f"{'mechanism':<22} {'runs':>8} {'claimed eps':>12} {'audited eps >=':>15} {'ratio':>6}"
+        )
+        for r in results:
+            click.echo(
+                f"{r.mechanism:<22} {r.runs:>8} {r.claimed_epsilon:>12.4f} "
+                f"{r.epsilon_lower_bound:>15.4f} {r.ratio:>6.3f}"
+            )
+    if run_all:
+        _write_audit_table(Path(out), results, runs, seed)
+
+
+def _write_audit_table(path: Path, results, runs: int, seed: int) -> None:
+    lines = [
+        AUDIT_MARKERS[0],
+        "",
+        f"`dpconvex audit --all --runs {runs} --seed {seed}` "
+        f"({time.strftime('%Y-%m-%d', time.gmtime())}; delta = 1e-5; Clopper-Pearson, "
+        "95% confidence):",
+        "",
+        "| mechanism | runs (both inputs) | claimed eps | audited lower bound | ratio |",
+        "|---|---|---|---|---|",
+    ]
+    for r in results:
+        lines.append(
+            f"| {r.mechanism} | {r.runs} | {r.claimed_epsilon:.4f} | "
+            f"{r.epsilon_lower_bound:.4f} | {r.ratio:.3f} |"
+        )
+    lines += ["", AUDIT_MARKERS[1]]
+    table = "\n".join(lines)
+    text = path.read_text() if path.exists() else "# Reliability\n\n"
+    if AUDIT_MARKERS[0] in text and AUDIT_MARKERS[1] in text:
+        head, rest = text.split(AUDIT_MARKERS[0], 1)
+        tail = rest.split(AUDIT_MARKERS[1], 1)[1]
+        text = head + table + tail
+    else:
+        text = text.rstrip() + "\n\n" + table + "\n"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+
+
 @cli.command("demo")
 @click.option("--epsilon", type=float, default=1.0, show_default=True, help="Privacy budget.")
 @click.option("--delta", type=float, default=1e-5, show_default=True, help="Privacy delta.")

@@ -1,0 +1,192 @@
+"""Auditors: each runs a dpconvex mechanism on worst-case neighbouring inputs.
+
+Every entry of :data:`AUDITS` maps a name to ``builder(fast) -> (run, claimed_epsilon,
+delta)`` where ``run(use_z, rng)`` executes the library's own mechanism once on Z
+(``use_z``) or on its neighbour Z' and returns a scalar statistic, and the claimed
+epsilon is what the library's accountant reports for that run's event.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from ..accounting import PrivacyAccountant, dpsgd_event, gaussian_sigma
+from ..losses import GLMLoss
+from ..mechanisms import amp, dpsgd, output_perturbation, output_sensitivity
+
+DELTA = 1e-5
+
+
+class LinearLoss(GLMLoss):
+    """f(u) = u: the loss of Lemma 3.4 (seed 000) that makes objective perturbation Gaussian.
+
+    GLM with f'' = 0 and |f'| = 1, so it is in every beta-smooth class.
+    """
+
+    name = "linear"
+    curvature = 0.0
+    derivative_bound = 1.0
+
+    def value(self, u, y):
+        return np.asarray(u, dtype=float)
+
+    def derivative(self, u, y):
+        return np.ones_like(u, dtype=float)
+
+    def second_derivative(self, u, y):
+        return np.zeros_like(u, dtype=float)
+
+    def breakpoints(self, kappa, y):
+        kappa = np.asarray(kappa, dtype=float)
+        low = np.where(kappa < 1, np.inf, -np.inf)  # f' = 1 > kappa: clipped everywhere
+        return np.full_like(kappa, -np.inf), np.where(kappa < 1, -np.inf, np.inf) + 0 * low
+
+
+# spec/objpert.md §11.A.10: the exact one-dimensional instance
+_Z = (np.array([[0.5], [-0.3], [0.8]]), np.array([1.0, -1.0, -1.0]))
+_Z_PLUS = (np.vstack([_Z[0], [[1.0]]]), np.append(_Z[1], 1.0))
+
+
+def _amp_linear(fast: bool):
+    """Lemma 3.4: Z = {x = 1}, Z' = {}; objective perturbation is a Gaussian mechanism."""
+    sigma, lam, tau, sigma_out = 2.0, 1.0, 1e-6, 1e-3
+    loss = LinearLoss()
+    empty = np.zeros((0, 1))
+
+    def run(use_z, rng):
+        X = np.array([[1.0]]) if use_z else empty
+        y = np.ones(X.shape[0])
+        rel = amp(
+            X,
+            y,
+            loss,
+            lam=lam,
+            sigma=sigma,
+            tau=tau,
+            sigma_out=sigma_out,
+            clip=1.0,
+            row_bound=1.0,
+            rng=rng,
+            solver="newton",
+        )
+        return float(rel.theta[0])
+
+    event = amp(
+        np.array([[1.0]]),
+        np.ones(1),
+        loss,
+        lam=lam,
+        sigma=sigma,
+        tau=tau,
+        sigma_out=sigma_out,
+        clip=1.0,
+        row_bound=1.0,
+        rng=np.random.default_rng(0),
+    ).event
+    return run, PrivacyAccountant("pld").compose(event).get_epsilon(DELTA), DELTA
+
+
+def _amp_exact_instance(fast: bool):
+    """spec §11.A.10: logistic loss, Z = 3 points, Z' = Z plus (1.0, +1); sigma = lam = 1."""
+    sigma, lam, tau, sigma_out = 1.0, 1.0, 1e-6, 1e-3
+
+    def run(use_z, rng):
+        X, y = _Z_PLUS if use_z else _Z
+        rel = amp(
+            X,
+            y,
+            "logistic",
+            lam=lam,
+            sigma=sigma,
+            tau=tau,
+            sigma_out=sigma_out,
+            clip=1.0,
+            row_bound=1.0,
+            rng=rng,
+            solver="newton",
+        )
+        return float(rel.theta[0])
+
+    event = amp(
+        *_Z,
+        "logistic",
+        lam=lam,
+        sigma=sigma,
+        tau=tau,
+        sigma_out=sigma_out,
+        clip=1.0,
+        row_bound=1.0,
+        rng=np.random.default_rng(0),
+    ).event
+    return run, PrivacyAccountant("pld").compose(event).get_epsilon(DELTA), DELTA
+
+
+def _output_perturbation(fast: bool):
+    """Output perturbation on the same instance, calibrated to epsilon = 1."""
+    lam, tau = 1.0, 1e-6
+    sigma = gaussian_sigma(1.0, DELTA, output_sensitivity(1.0, lam, tau))
+
+    def run(use_z, rng):
+        X, y = _Z_PLUS if use_z else _Z
+        rel = output_perturbation(
+            X,
+            y,
+            "logistic",
+            lam=lam,
+            sigma=sigma,
+            tau=tau,
+            clip=1.0,
+            row_bound=1.0,
+            rng=rng,
+            solver="newton",
+        )
+        return float(rel.theta[0])
+
+    event = output_perturbation(
+        *_Z,
+        "logistic",
+        lam=lam,
+        sigma=sigma,
+        tau=tau,
+        clip=1.0,
+        row_bound=1.0,
+        rng=np.random.default_rng(0),
+    ).event
+    return run, PrivacyAccountant("pld").compose(event).get_epsilon(DELTA), DELTA
+
+
+def _dpsgd(fast: bool):
+    """A canary among zero rows: its clipped gradient has norm C at every step it is sampled."""
+    n_zero, q, steps, z, clip = 99, 0.2, 10, 1.0, 0.1
+    zeros = np.zeros((n_zero, 1))
+    X_z, X_zp = np.vstack([zeros, [[1.0]]]), np.vstack([zeros, [[0.0]]])
+    y = np.ones(n_zero + 1)
+
+    def run(use_z, rng):
+        rel = dpsgd(
+            X_z if use_z else X_zp,
+            y,
+            "logistic",
+            noise_multiplier=z,
+            clip=clip,
+            sampling_rate=q,
+            steps=steps,
+            learning_rate=0.01,
+            optimizer="sgd",
+            row_bound=1.0,
+            rng=rng,
+        )
+        return float(rel.theta[0])
+
+    claimed = PrivacyAccountant("pld").compose(dpsgd_event(z, q, steps)).get_epsilon(DELTA)
+    return run, claimed, DELTA
+
+
+AUDITS: dict[str, Callable] = {
+    "amp-linear": _amp_linear,
+    "amp-exact-instance": _amp_exact_instance,
+    "output-perturbation": _output_perturbation,
+    "dpsgd": _dpsgd,
+}
