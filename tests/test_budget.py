@@ -26,9 +26,12 @@ EVENT = GaussianDpEvent(4.0)  # one spend: eps(1e-5) of N(0, 4^2), sensitivity 1
 
 
 def test_events_round_trip_through_json():
-    for event in [EVENT, ObjectivePerturbationDpEvent(5, 20, 1, 1),
-                  tuned_event(dpsgd_event(1.0, 0.01, 50), 10.0),
-                  ComposedDpEvent([EVENT, ObjectivePerturbationDpEvent(5, 20, 1, 1)])]:
+    for event in [
+        EVENT,
+        ObjectivePerturbationDpEvent(5, 20, 1, 1),
+        tuned_event(dpsgd_event(1.0, 0.01, 50), 10.0),
+        ComposedDpEvent([EVENT, ObjectivePerturbationDpEvent(5, 20, 1, 1)]),
+    ]:
         text = json.dumps(event_to_dict(event))
         assert event_from_dict(json.loads(text)) == event
     with pytest.raises(ValueError, match="refusing"):
@@ -69,9 +72,10 @@ def _spender(path, attempts, queue):
 def test_eight_processes_never_overspend_and_lose_nothing(tmp_path):
     path = tmp_path / "shared.sqlite"
     Budget(path, 3.0, 1e-5)
-    queue = mp.get_context("fork").Queue()
-    procs = [mp.get_context("fork").Process(target=_spender, args=(path, 6, queue))
-             for _ in range(8)]
+    queue = mp.get_context("spawn").Queue()
+    procs = [
+        mp.get_context("spawn").Process(target=_spender, args=(path, 6, queue)) for _ in range(8)
+    ]
     for p in procs:
         p.start()
     succeeded = [label for _ in procs for label in queue.get(timeout=120)]
@@ -82,8 +86,9 @@ def test_eight_processes_never_overspend_and_lose_nothing(tmp_path):
     recorded = [e.label for e in ledger.entries()]
     assert sorted(recorded) == sorted(succeeded)  # every returned spend is in the ledger
     assert ledger.spent() <= 3.0
-    limit = max(k for k in range(1, 49)
-                if PrivacyAccountant().compose(EVENT, k).get_epsilon(1e-5) <= 3.0)
+    limit = max(
+        k for k in range(1, 49) if PrivacyAccountant().compose(EVENT, k).get_epsilon(1e-5) <= 3.0
+    )
     assert len(recorded) == limit  # the budget was used up exactly, not exceeded
 
 
@@ -123,11 +128,40 @@ def test_cli_budget_commands(tmp_path, capsys):
 
     code, out = run(["budget", "init", str(path), "--epsilon", "1.5", "--delta", "1e-5"])
     assert code == 0 and "created" in out.out
-    code, out = run(["fit", "--data", "adult", "--epsilon", "1", "--delta", "1e-5", "--budget",
-                     str(path), "--json", "--seed", "0", "--out", str(tmp_path / "m.json")])
+    code, out = run(
+        [
+            "fit",
+            "--data",
+            "adult",
+            "--epsilon",
+            "1",
+            "--delta",
+            "1e-5",
+            "--budget",
+            str(path),
+            "--json",
+            "--seed",
+            "0",
+            "--out",
+            str(tmp_path / "m.json"),
+        ]
+    )
     assert code == 0
-    code, out = run(["fit", "--data", "adult", "--epsilon", "1", "--delta", "1e-5", "--budget",
-                     str(path), "--out", str(tmp_path / "m.json")])
+    code, out = run(
+        [
+            "fit",
+            "--data",
+            "adult",
+            "--epsilon",
+            "1",
+            "--delta",
+            "1e-5",
+            "--budget",
+            str(path),
+            "--out",
+            str(tmp_path / "m.json"),
+        ]
+    )
     assert code == 2 and "budget" in out.err and len(out.err.strip().splitlines()) == 1
     code, out = run(["budget", "show", str(path), "--json"])
     shown = json.loads(out.out)

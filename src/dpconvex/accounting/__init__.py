@@ -17,9 +17,13 @@ from .accountants import (
 from .calibration import CalibrationError, calibrate, smallest_epsilon
 from .calibrators import (
     AMP_DEFAULTS,
+    MAX_EPSILON,
+    MIN_EPSILON,
     AmpCalibration,
     amp_parameters,
+    check_epsilon,
     dpsgd_noise_multiplier,
+    gaussian_noise_multiplier,
     gaussian_sigma,
     pld_grid,
 )
@@ -59,6 +63,8 @@ from .objpert import (
 __all__ = [
     "AMP_DEFAULTS",
     "DEFAULT_RDP_ORDERS",
+    "MAX_EPSILON",
+    "MIN_EPSILON",
     "AmpCalibration",
     "AmpDpEvent",
     "CalibrationError",
@@ -77,6 +83,7 @@ __all__ = [
     "amp_parameters",
     "amp_rdp",
     "calibrate",
+    "check_epsilon",
     "delta_from_rdp",
     "delta_from_rdp_curve",
     "dpsgd_event",
@@ -87,6 +94,7 @@ __all__ = [
     "gaussian_epsilon",
     "gaussian_lower_bound_delta",
     "gaussian_lower_bound_epsilon",
+    "gaussian_noise_multiplier",
     "gaussian_rdp",
     "gaussian_sigma",
     "half_normal_log_mgf",

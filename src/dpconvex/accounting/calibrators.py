@@ -12,7 +12,13 @@ from dataclasses import dataclass
 from .. import _validation as v
 from .accountants import PrivacyAccountant
 from .calibration import CalibrationError, calibrate
-from .events import AmpDpEvent, SelfComposedDpEvent, dpsgd_event, tuned_event
+from .events import (
+    AmpDpEvent,
+    GaussianDpEvent,
+    SelfComposedDpEvent,
+    dpsgd_event,
+    tuned_event,
+)
 from .gaussian import gaussian_delta
 
 #: The paper's AMP settings for logistic loss on unit rows plus a bias (seed 000
@@ -32,7 +38,7 @@ def gaussian_sigma(epsilon: float, delta: float, sensitivity: float = 1.0) -> fl
     Uses the exact profile of seed 000 eq. (B.1) (Balle & Wang 2018); the
     returned sigma satisfies gaussian_delta(epsilon; sensitivity, sigma) <= delta.
     """
-    epsilon = v.positive("epsilon", epsilon)
+    epsilon = check_epsilon(epsilon)
     delta = v.probability_open("delta", delta)
     sensitivity = v.positive("sensitivity", sensitivity)
     return calibrate(
@@ -46,14 +52,44 @@ def gaussian_sigma(epsilon: float, delta: float, sensitivity: float = 1.0) -> fl
     )
 
 
-def pld_grid(epsilon: float) -> float:
-    """PLD grid step for calibrating to ``epsilon``: epsilon * 1e-4, within [1e-4, 1e-3].
+#: Largest epsilon the calibrators accept. Beyond it e^epsilon nears float64's
+#: range (it overflows at about 709) and PLD grids lose their meaning; such budgets
+#: give no meaningful protection anyway.
+MAX_EPSILON = 100.0
+#: Smallest epsilon the calibrators accept. Below it the noise is about 1/epsilon times
+#: the signal (no useful model), the Jacobian term of objective perturbation alone
+#: can exceed the budget, and PLD accounting on a grid of 1e-4 * epsilon gets slow.
+MIN_EPSILON = 1e-4
 
-    Discretization is pessimistic at every step size, so a coarser grid only
-    overestimates epsilon (by at most about 1e-4 * epsilon here); it makes
-    DP-SGD's many-step, small-noise PLDs an order of magnitude cheaper.
+
+def check_epsilon(epsilon: float) -> float:
+    """``epsilon`` as a float in [MIN_EPSILON, MAX_EPSILON]; raise naming the problem otherwise."""
+    epsilon = v.positive("epsilon", epsilon)
+    if epsilon > MAX_EPSILON:
+        raise ValueError(
+            f"epsilon={epsilon:g} is above {MAX_EPSILON:g}, the largest budget dpconvex "
+            "calibrates for (exp(epsilon) is then too large for reliable accounting)"
+        )
+    if epsilon < MIN_EPSILON:
+        raise ValueError(
+            f"epsilon={epsilon:g} is below {MIN_EPSILON:g}, the smallest budget dpconvex "
+            "calibrates for (the noise would swamp any signal and accounting gets slow)"
+        )
+    return epsilon
+
+
+def pld_grid(epsilon: float) -> float:
+    """PLD grid step for calibrating to and reporting ``epsilon``: 1e-4 * epsilon in [1e-5, 1e-2].
+
+    A grid proportional to the target keeps the discretization error a fixed
+    fraction of epsilon (about 1e-4 of it; discretization is pessimistic, so only
+    ever an overestimate) at every scale: a fixed step would be coarser than a tiny
+    epsilon itself, and needlessly fine (slow) for DP-SGD's small-noise PLDs. Below
+    epsilon = 0.1 the step stays at 1e-5 (an overestimate of at most about 1e-5 in
+    epsilon, 10% at the smallest budget 1e-4) so that PLDs of wide loss ranges fit
+    in memory.
     """
-    return min(1e-3, max(1e-4, 1e-4 * epsilon))
+    return min(1e-2, max(1e-5, 1e-4 * epsilon))
 
 
 def _epsilon_of(event, delta: float, accounting: str, orders=None, h: float = 1e-4) -> float:
@@ -102,7 +138,7 @@ def dpsgd_noise_multiplier(
     PLD accounting uses the grid step :func:`pld_grid` (epsilon); the search starts
     from the central-limit estimate of the noise, which usually brackets it.
     """
-    epsilon = v.positive("epsilon", epsilon)
+    epsilon = check_epsilon(epsilon)
     delta = v.probability_open("delta", delta)
 
     def make(z: float):
@@ -125,6 +161,45 @@ def dpsgd_noise_multiplier(
         )
 
     return search(fine, 0.9 * guess, 1.1 * guess)
+
+
+def gaussian_noise_multiplier(
+    epsilon: float,
+    delta: float,
+    compositions: int = 1,
+    *,
+    accounting: str = "pld",
+    value_discretization_interval: float | None = None,
+) -> float:
+    """Smallest noise multiplier z for ``compositions`` Gaussian mechanisms to meet (eps, delta).
+
+    Unlike :func:`gaussian_sigma` (the exact analytic profile, seed 000 eq. B.1),
+    this calibrates with the accountant that will report the privacy spent
+    (PLD on the grid :func:`pld_grid` (epsilon), or RDP), so that report never
+    exceeds the target. The analytic value brackets the search.
+    """
+    epsilon = check_epsilon(epsilon)
+    delta = v.probability_open("delta", delta)
+    k = v.positive_int("compositions", compositions)
+    h = (
+        pld_grid(epsilon)
+        if value_discretization_interval is None
+        else (v.positive("value_discretization_interval", value_discretization_interval))
+    )
+    guess = math.sqrt(k) * gaussian_sigma(epsilon, delta, 1.0)
+
+    def event(z: float):
+        return GaussianDpEvent(z) if k == 1 else SelfComposedDpEvent(GaussianDpEvent(z), k)
+
+    return calibrate(
+        lambda z: _delta_of(event(z), epsilon, accounting, None, h),
+        delta,
+        0.95 * guess,
+        1.05 * guess,
+        decreasing=True,
+        floor=1e-12,
+        rtol=1e-8,
+    )
 
 
 @dataclass(frozen=True)
@@ -152,6 +227,7 @@ def amp_parameters(
     noise_factor: float = AMP_DEFAULTS["noise_factor"],
     lam: float | None = None,
     compositions: int = 1,
+    value_discretization_interval: float | None = None,
     lam_growth: float = 1.05,
     max_grid_steps: int = 2000,
     rtol: float = 1e-6,
@@ -176,7 +252,7 @@ def amp_parameters(
     Unlike the authors' code, the returned lam is the one sigma was calibrated
     for (their loop returns 1.05 times it). All parameters are data-independent.
     """
-    epsilon = v.positive("epsilon", epsilon)
+    epsilon = check_epsilon(epsilon)
     delta = v.probability_open("delta", delta)
     if accounting not in ("rdp", "pld"):
         raise ValueError(f"accounting must be 'rdp' or 'pld', got {accounting!r}")
@@ -188,6 +264,11 @@ def amp_parameters(
     if lam_growth <= 1:
         raise ValueError(f"lam_growth must be > 1, got {lam_growth}")
     compositions = v.positive_int("compositions", compositions)
+    grid = (
+        pld_grid(epsilon)
+        if value_discretization_interval is None
+        else v.positive("value_discretization_interval", value_discretization_interval)
+    )
     sigma_gaussian = lipschitz * gaussian_sigma(epsilon, delta, math.sqrt(compositions))
     sigma_cap = noise_factor * sigma_gaussian
 
@@ -196,7 +277,7 @@ def amp_parameters(
         return event if compositions == 1 else SelfComposedDpEvent(event, compositions)
 
     def delta_at(sigma: float, lam: float) -> float:
-        return _delta_of(priced(sigma, lam), epsilon, accounting)
+        return _delta_of(priced(sigma, lam), epsilon, accounting, h=grid)
 
     def result(lam: float, ceiling: float | None) -> AmpCalibration:
         sigma = calibrate(
@@ -213,7 +294,7 @@ def amp_parameters(
         return AmpCalibration(
             sigma=sigma,
             lam=lam,
-            epsilon=_epsilon_of(priced(sigma, lam), delta, accounting),
+            epsilon=_epsilon_of(priced(sigma, lam), delta, accounting, h=grid),
             delta=delta,
             sigma_gaussian=sigma_gaussian,
             accounting=accounting,
@@ -229,11 +310,35 @@ def amp_parameters(
                 "floor on epsilon)"
             )
         return result(lam, 1e4 * sigma_cap)
-    lam = (2.0 * beta / epsilon) if beta > 0 else 1.0 / epsilon
-    for _ in range(max_grid_steps):
-        if lam > beta and delta_at(sigma_cap, lam) <= delta:
-            return result(lam, sigma_cap)
-        lam *= lam_growth
-    raise CalibrationError(
-        f"no lam on the grid reaches epsilon={epsilon} with sigma <= {noise_factor} * sigma_G"
+    lam0 = (2.0 * beta / epsilon) if beta > 0 else 1.0 / epsilon
+    checked: dict[int, bool] = {}
+
+    def feasible(k: int) -> bool:  # monotone in k: a larger lam only lowers the privacy loss
+        if k not in checked:
+            lam_k = lam0 * lam_growth**k
+            checked[k] = lam_k > beta and delta_at(sigma_cap, lam_k) <= delta
+        return checked[k]
+
+    # the first feasible grid index, by exponential search then bisection (the same index a
+    # linear scan finds, in O(log max_grid_steps) evaluations)
+    last = max_grid_steps - 1
+    hi = next(
+        (k for k in (0, 1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024) if k <= last and feasible(k)),
+        None,
     )
+    if hi is None:
+        if not feasible(last):
+            raise CalibrationError(
+                f"no lam on the grid reaches epsilon={epsilon} with sigma <= {noise_factor} * "
+                f"sigma_G (even lam = {lam0 * lam_growth**last:.3g} misses it); raise "
+                "noise_factor or epsilon"
+            )
+        hi = last
+    lo = max((k for k in checked if not checked[k] and k < hi), default=-1)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if feasible(mid):
+            hi = mid
+        else:
+            lo = mid
+    return result(lam0 * lam_growth**hi, sigma_cap)

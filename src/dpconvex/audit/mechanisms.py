@@ -190,3 +190,15 @@ AUDITS: dict[str, Callable] = {
     "output-perturbation": _output_perturbation,
     "dpsgd": _dpsgd,
 }
+
+
+def _register_other_seeds() -> None:
+    """Auditors of seeds 002 and 003 live beside their packages; imported lazily here."""
+    from .mechanisms_bcd import AUDITS_BCD
+    from .mechanisms_sco import AUDITS_SCO
+
+    AUDITS.update(AUDITS_SCO)
+    AUDITS.update(AUDITS_BCD)
+
+
+_register_other_seeds()

@@ -33,7 +33,7 @@ import math
 from numbers import Integral, Real
 
 import numpy as np
-from dp_accounting.dp_event import ComposedDpEvent, GaussianDpEvent
+from dp_accounting.dp_event import ComposedDpEvent, GaussianDpEvent, SelfComposedDpEvent
 from scipy.special import expit
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
@@ -43,10 +43,13 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from .. import _validation as v
 from .._random import make_rng
 from ..accounting import (
+    MAX_EPSILON,
+    MIN_EPSILON,
     PrivacyAccountant,
     amp_parameters,
     dpsgd_event,
     dpsgd_noise_multiplier,
+    gaussian_noise_multiplier,
     gaussian_sigma,
     pld_grid,
 )
@@ -71,7 +74,7 @@ DEFAULT_LEARNING_RATE = {"adam": 0.02, "sgd": 0.5}
 
 _positive = [Interval(Real, 0, None, closed="neither")]
 _COMMON_CONSTRAINTS = {
-    "epsilon": _positive,
+    "epsilon": [Interval(Real, MIN_EPSILON, MAX_EPSILON, closed="both")],
     "delta": [Interval(Real, 0, 1, closed="neither")],
     "method": [StrOptions(set(METHODS))],
     "accounting": [StrOptions({"pld", "rdp"})],
@@ -98,6 +101,20 @@ _COMMON_CONSTRAINTS = {
         np.random.Generator,
     ],
 }
+
+
+def _composed(events: list):
+    """One event for the K one-vs-rest problems, in the form calibration priced them.
+
+    K identical events become ``SelfComposedDpEvent(event, K)`` — exactly what the
+    calibrators composed (PLD then prices them by one exact rescaling or K-fold
+    self-composition, not K separate convolutions, so the report matches the plan).
+    """
+    if len(events) == 1:
+        return events[0]
+    if all(e == events[0] for e in events):
+        return SelfComposedDpEvent(events[0], len(events))
+    return ComposedDpEvent(list(events))
 
 
 class _DPLinearModel(BaseEstimator):
@@ -139,7 +156,7 @@ class _DPLinearModel(BaseEstimator):
         n_features = v.positive_int("n_features", n_features)
         k = 1 if (n_classes <= 2 or not isinstance(self, ClassifierMixin)) else int(n_classes)
         event = self._plan(n_samples, n_features, k)[2]
-        return event if k == 1 else ComposedDpEvent([event] * k)
+        return _composed([event] * k)
 
     def _fit_problems(self, X, targets: list[np.ndarray]):
         """Run the mechanism once per target vector; return (thetas, events, n_iters)."""
@@ -220,7 +237,9 @@ class _DPLinearModel(BaseEstimator):
                 if self.lam is not None
                 else math.sqrt(d) * gauss * (lipschitz + 2 * self.tau)
             )
-            sigma = gauss * output_sensitivity(lipschitz, lam, self.tau)
+            # calibrated with the accountant that reports the spend (not the analytic value)
+            z = gaussian_noise_multiplier(eps, delta, k, accounting=self.accounting)
+            sigma = z * output_sensitivity(lipschitz, lam, self.tau)
             params = {"sigma": sigma, "lam": lam, "clip": clip, "tau": self.tau}
 
             def run(X, y, rng):
@@ -278,8 +297,8 @@ class _DPLinearModel(BaseEstimator):
 
             return params, run, dpsgd_event(z, q, steps)
         steps = int(self.epochs)
-        # steps*K Gaussian steps compose exactly into one Gaussian of noise z/sqrt(steps*K)
-        z = math.sqrt(steps * k) * gaussian_sigma(eps, delta, 1.0)
+        # steps*K Gaussian steps, calibrated by the accountant that reports them
+        z = gaussian_noise_multiplier(eps, delta, steps * k, accounting=self.accounting)
         params = {
             "noise_multiplier": z,
             "steps": steps,
@@ -306,9 +325,9 @@ class _DPLinearModel(BaseEstimator):
         return params, run, dpgd_event(z, steps)
 
     def _set_privacy(self, events) -> None:
-        self.dp_event_ = events[0] if len(events) == 1 else ComposedDpEvent(list(events))
+        self.dp_event_ = _composed(events)
         # DP-SGD is calibrated on the grid pld_grid(epsilon); report with the same accountant
-        h = pld_grid(self.epsilon) if self.method == "dpsgd" else 1e-4
+        h = pld_grid(self.epsilon)  # the grid every calibration above used
         accountant = PrivacyAccountant(self.accounting, value_discretization_interval=h)
         spent = accountant.compose(self.dp_event_).get_epsilon(self.delta)
         if spent > self.epsilon * (1 + 1e-9):  # calibration guarantees this never happens

@@ -39,6 +39,7 @@ from sklearn.utils.validation import check_is_fitted
 from .. import _validation as v
 from .._random import make_rng
 from ..accounting import (
+    MIN_EPSILON,
     CalibrationError,
     PrivacyAccountant,
     RandomChoiceDpEvent,
@@ -179,7 +180,7 @@ class PrivateRandomSearch(MetaEstimatorMixin, BaseEstimator):
         Scan down from epsilon for a feasible point, then bisect above it.
         """
         prev, run = self.epsilon, self.epsilon
-        for _ in range(40):
+        while run >= MIN_EPSILON:
             if self._total_epsilon(run, shape_info) <= self.epsilon:
                 break
             prev, run = run, run * 0.7
