@@ -721,6 +721,16 @@ def plot_profile(sigma, lam, beta, lipschitz, out):
     click.echo(f"wrote {path}")
 
 
+def _attach_commands() -> None:
+    """Commands that live beside their packages (seed 004's counting queries)."""
+    from .queries.cli import counting
+
+    cli.add_command(counting)
+
+
+_attach_commands()
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point: run the CLI; turn every error into one line on stderr and exit 2."""
     try:

@@ -30,6 +30,7 @@ X_CASES = {
 
 Y_CASES = {
     "binary": lambda rng, n: np.arange(n) % 2,
+    "signed": lambda rng, n: np.where(np.arange(n) % 2 == 0, -1, 1),
     "strings": lambda rng, n: np.where(np.arange(n) % 2 == 0, "no", "yes"),
     "three classes": lambda rng, n: np.arange(n) % 3,
     "continuous": lambda rng, n: rng.normal(size=n),

@@ -33,21 +33,27 @@ def data():
 
 def test_objective_matches_in_memory(data):
     X, y = data
-    rows = {"row_norm": "normalize", "row_bound": 1.0, "fit_intercept": True,
-            "intercept_scaling": 1.0}
+    rows = {
+        "row_norm": "normalize",
+        "row_bound": 1.0,
+        "fit_intercept": True,
+        "intercept_scaling": 1.0,
+    }
     loss = ClippedLoss(LogisticLoss(), 0.6)
     b = np.random.default_rng(1).normal(size=7)
     Xt = add_intercept(transform_rows(X, "normalize", 1.0), 1.0)
     mem = PerturbedGLMObjective(Xt, y, loss, 2.0, b)
-    big = DaskGLMObjective(da.from_array(X, chunks=(700, 6)), da.from_array(y, chunks=700),
-                           loss, 2.0, b, **rows)
+    big = DaskGLMObjective(
+        da.from_array(X, chunks=(700, 6)), da.from_array(y, chunks=700), loss, 2.0, b, **rows
+    )
     theta, v = np.linspace(-1, 1, 7), np.linspace(2, -1, 7)
     fm, gm = mem.value_and_gradient(theta)
     fb, gb = big.value_and_gradient(theta)
     assert fb == pytest.approx(fm, rel=1e-12)
     np.testing.assert_allclose(gb, gm, rtol=1e-11)
-    np.testing.assert_allclose(big.hessian_vector(theta, v), mem.hessian_vector(theta, v),
-                               rtol=1e-11)
+    np.testing.assert_allclose(
+        big.hessian_vector(theta, v), mem.hessian_vector(theta, v), rtol=1e-11
+    )
     assert big.passes == 2
 
 
@@ -55,11 +61,20 @@ def test_amp_on_dask_equals_in_memory_for_the_same_noise(data):
     X, y = data
     kw = {"lam": 3.0, "sigma": 4.0, "tau": 0.01, "sigma_out": 0.15, "clip": np.sqrt(2)}
     Xt = add_intercept(transform_rows(X, "normalize", 1.0), 1.0)
-    mem = amp(Xt, y, "logistic", row_bound=np.sqrt(2), solver="lbfgs",
-              rng=np.random.default_rng(5), **kw)
-    big = amp_dask(da.from_array(X, chunks=(500, 6)), da.from_array(y, chunks=500), "logistic",
-                   row_norm="normalize", row_bound=1.0, fit_intercept=True,
-                   intercept_scaling=1.0, rng=np.random.default_rng(5), **kw)
+    mem = amp(
+        Xt, y, "logistic", row_bound=np.sqrt(2), solver="lbfgs", rng=np.random.default_rng(5), **kw
+    )
+    big = amp_dask(
+        da.from_array(X, chunks=(500, 6)),
+        da.from_array(y, chunks=500),
+        "logistic",
+        row_norm="normalize",
+        row_bound=1.0,
+        fit_intercept=True,
+        intercept_scaling=1.0,
+        rng=np.random.default_rng(5),
+        **kw,
+    )
     assert big.event == mem.event
     # both certified points lie within tau/lam of the same theta^P; output noise is shared
     assert np.linalg.norm(big.theta - mem.theta) <= 2 * kw["tau"] / kw["lam"]
@@ -71,8 +86,9 @@ def test_estimators_accept_dask_arrays(data, method):
     X, y = data
     kw = {"epsilon": 2.0, "method": method, "random_state": 0, "solver": "lbfgs", "epochs": 10}
     mem = DPLogisticRegression(**kw).fit(X, y)
-    big = DPLogisticRegression(**kw).fit(da.from_array(X, chunks=(800, 6)),
-                                         da.from_array(y, chunks=800))
+    big = DPLogisticRegression(**kw).fit(
+        da.from_array(X, chunks=(800, 6)), da.from_array(y, chunks=800)
+    )
     assert big.dp_event_ == mem.dp_event_ and big.epsilon_ == mem.epsilon_
     np.testing.assert_allclose(big.coef_, mem.coef_, atol=2 * 0.01 / 1.0)
     pred = big.predict(da.from_array(X, chunks=(900, 6)))
@@ -85,7 +101,8 @@ def test_regressor_on_dask(data):
     y = np.clip(X[:, 1] / 4, -1, 1)
     mem = DPLinearRegression(epsilon=3.0, random_state=1, solver="lbfgs").fit(X, y)
     big = DPLinearRegression(epsilon=3.0, random_state=1, solver="lbfgs").fit(
-        da.from_array(X, chunks=(1000, 6)), da.from_array(y, chunks=1000))
+        da.from_array(X, chunks=(1000, 6)), da.from_array(y, chunks=1000)
+    )
     np.testing.assert_allclose(big.coef_, mem.coef_, atol=0.05)
 
 
@@ -107,8 +124,9 @@ def test_dask_refusals(data):
 def test_synthetic_data_is_chunkwise_and_deterministic():
     X, y = synthetic_glm(2500, 4, chunk_rows=1000, seed=3)
     assert X.chunks == ((1000, 1000, 500), (4,))
-    np.testing.assert_array_equal(X.compute(), synthetic_glm(2500, 4, chunk_rows=1000,
-                                                             seed=3)[0].compute())
+    np.testing.assert_array_equal(
+        X.compute(), synthetic_glm(2500, 4, chunk_rows=1000, seed=3)[0].compute()
+    )
     assert set(np.unique(y.compute())) == {-1, 1}
 
 
@@ -125,9 +143,25 @@ def test_read_table_and_cli_fit_with_dask(tmp_path, capsys):
     from dpconvex.cli import main
 
     with pytest.raises(SystemExit) as info:
-        main(["fit", "--data", str(tmp_path / "t.csv"), "--target", "label", "--epsilon", "2",
-              "--delta", "1e-5", "--dask", "--json", "--seed", "0", "--out",
-              str(tmp_path / "m.json")])
+        main(
+            [
+                "fit",
+                "--data",
+                str(tmp_path / "t.csv"),
+                "--target",
+                "label",
+                "--epsilon",
+                "2",
+                "--delta",
+                "1e-5",
+                "--dask",
+                "--json",
+                "--seed",
+                "0",
+                "--out",
+                str(tmp_path / "m.json"),
+            ]
+        )
     assert info.value.code == 0
     result = json.loads(capsys.readouterr().out)
     assert result["epsilon"] <= 2.0 and 0.5 < result["accuracy"] <= 1.0

@@ -32,16 +32,23 @@ AMP_DEFAULTS = {
 }
 
 
+#: Relative noise margin of closed-form calibrations, far above float64 round-off in the
+#: accountants that later price the same noise, far below any effect on utility.
+SAFETY_MARGIN = 1.0 + 1e-9
+
+
 def gaussian_sigma(epsilon: float, delta: float, sensitivity: float = 1.0) -> float:
     """Smallest noise std making the Gaussian mechanism (epsilon, delta)-DP (analytic Gaussian).
 
     Uses the exact profile of seed 000 eq. (B.1) (Balle & Wang 2018); the
-    returned sigma satisfies gaussian_delta(epsilon; sensitivity, sigma) <= delta.
+    returned sigma satisfies gaussian_delta(epsilon; sensitivity, sigma) <= delta, and
+    carries a relative margin of 1e-9 so that numerical accountants (dp_accounting's
+    PLD root finding, about 1e-12 off) never report more than ``epsilon`` for it.
     """
     epsilon = check_epsilon(epsilon)
     delta = v.probability_open("delta", delta)
     sensitivity = v.positive("sensitivity", sensitivity)
-    return calibrate(
+    return SAFETY_MARGIN * calibrate(
         lambda s: gaussian_delta(epsilon, sensitivity, s),
         delta,
         0.5 * sensitivity,

@@ -193,12 +193,14 @@ AUDITS: dict[str, Callable] = {
 
 
 def _register_other_seeds() -> None:
-    """Auditors of seeds 002 and 003 live beside their packages; imported lazily here."""
+    """Auditors of seeds 002, 003 and 004 live in their own modules; imported here."""
     from .mechanisms_bcd import AUDITS_BCD
+    from .mechanisms_ganesh import AUDITS_GANESH
     from .mechanisms_sco import AUDITS_SCO
 
     AUDITS.update(AUDITS_SCO)
     AUDITS.update(AUDITS_BCD)
+    AUDITS.update(AUDITS_GANESH)
 
 
 _register_other_seeds()

@@ -17,10 +17,25 @@ import numpy as np
 
 
 def clip_factors(a: np.ndarray, b: np.ndarray, clip: float) -> np.ndarray:
-    """min(1, C / (||a_i|| ||b_i||)) for each example i (1 where the gradient is 0)."""
-    norms = np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(norms > clip, clip / norms, 1.0)
+    """min(1, C / (||a_i|| ||b_i||)) for each example i (1 where the gradient is 0).
+
+    Norms are computed without overflow; an example whose norm is still not finite
+    (inf or NaN entries) gets factor 0: it contributes nothing, so the sensitivity C
+    holds for every input.
+    """
+    norms = _row_norms(a) * _row_norms(b)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        scaled = np.where(np.isfinite(norms), clip / norms, 0.0)
+        return np.where(norms <= clip, 1.0, scaled)
+
+
+def _row_norms(m: np.ndarray) -> np.ndarray:
+    """Euclidean row norms, scaled by the row maximum so that 1e200-sized rows do not overflow."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        scale = np.max(np.abs(m), axis=1, initial=0.0)
+        safe = np.where((scale > 0) & np.isfinite(scale), scale, 1.0)
+        norms = np.linalg.norm(m / safe[:, None], axis=1) * safe
+    return np.where(np.isfinite(scale), norms, np.inf)
 
 
 def clipped_gradient_sum(a: np.ndarray, b: np.ndarray, clip: float) -> np.ndarray:
