@@ -72,10 +72,12 @@ def _spender(path, attempts, queue):
 def test_eight_processes_never_overspend_and_lose_nothing(tmp_path):
     path = tmp_path / "shared.sqlite"
     Budget(path, 3.0, 1e-5)
-    queue = mp.get_context("spawn").Queue()
-    procs = [
-        mp.get_context("spawn").Process(target=_spender, args=(path, 6, queue)) for _ in range(8)
-    ]
+    # forkserver: children fork from a fresh server process that holds no SQLite
+    # connection (SQLite forbids carrying one across fork) and has dpconvex preloaded
+    ctx = mp.get_context("forkserver")
+    ctx.set_forkserver_preload(["dpconvex"])
+    queue = ctx.Queue()
+    procs = [ctx.Process(target=_spender, args=(path, 6, queue)) for _ in range(8)]
     for p in procs:
         p.start()
     succeeded = [label for _ in procs for label in queue.get(timeout=120)]
