@@ -49,112 +49,41 @@ _Z = (np.array([[0.5], [-0.3], [0.8]]), np.array([1.0, -1.0, -1.0]))
 _Z_PLUS = (np.vstack([_Z[0], [[1.0]]]), np.append(_Z[1], 1.0))
 
 
-def _amp_linear(fast: bool):
-    """Lemma 3.4: Z = {x = 1}, Z' = {}; objective perturbation is a Gaussian mechanism."""
-    sigma, lam, tau, sigma_out = 2.0, 1.0, 1e-6, 1e-3
-    loss = LinearLoss()
-    empty = np.zeros((0, 1))
+def _first_coordinate_audit(mechanism, loss, z, z_prime, **settings):
+    """``run`` releases theta[0] of ``mechanism`` on Z or Z' (unit rows, clip 1, Newton);
+    the claim is the PLD epsilon of the event that mechanism reports (data-free)."""
+    settings = dict(clip=1.0, row_bound=1.0, solver="newton", **settings)
 
     def run(use_z, rng):
-        X = np.array([[1.0]]) if use_z else empty
-        y = np.ones(X.shape[0])
-        rel = amp(
-            X,
-            y,
-            loss,
-            lam=lam,
-            sigma=sigma,
-            tau=tau,
-            sigma_out=sigma_out,
-            clip=1.0,
-            row_bound=1.0,
-            rng=rng,
-            solver="newton",
-        )
-        return float(rel.theta[0])
+        X, y = z if use_z else z_prime
+        return float(mechanism(X, y, loss, rng=rng, **settings).theta[0])
 
-    event = amp(
-        np.array([[1.0]]),
-        np.ones(1),
-        loss,
-        lam=lam,
-        sigma=sigma,
-        tau=tau,
-        sigma_out=sigma_out,
-        clip=1.0,
-        row_bound=1.0,
-        rng=np.random.default_rng(0),
-    ).event
+    event = mechanism(*z, loss, rng=np.random.default_rng(0), **settings).event
     return run, PrivacyAccountant("pld").compose(event).get_epsilon(DELTA), DELTA
+
+
+def _amp_linear(fast: bool):
+    """Lemma 3.4: Z = {x = 1}, Z' = {}; objective perturbation is a Gaussian mechanism."""
+    z, empty = (np.array([[1.0]]), np.ones(1)), (np.zeros((0, 1)), np.ones(0))
+    return _first_coordinate_audit(
+        amp, LinearLoss(), z, empty, lam=1.0, sigma=2.0, tau=1e-6, sigma_out=1e-3
+    )
 
 
 def _amp_exact_instance(fast: bool):
     """spec §11.A.10: logistic loss, Z = 3 points, Z' = Z plus (1.0, +1); sigma = lam = 1."""
-    sigma, lam, tau, sigma_out = 1.0, 1.0, 1e-6, 1e-3
-
-    def run(use_z, rng):
-        X, y = _Z_PLUS if use_z else _Z
-        rel = amp(
-            X,
-            y,
-            "logistic",
-            lam=lam,
-            sigma=sigma,
-            tau=tau,
-            sigma_out=sigma_out,
-            clip=1.0,
-            row_bound=1.0,
-            rng=rng,
-            solver="newton",
-        )
-        return float(rel.theta[0])
-
-    event = amp(
-        *_Z,
-        "logistic",
-        lam=lam,
-        sigma=sigma,
-        tau=tau,
-        sigma_out=sigma_out,
-        clip=1.0,
-        row_bound=1.0,
-        rng=np.random.default_rng(0),
-    ).event
-    return run, PrivacyAccountant("pld").compose(event).get_epsilon(DELTA), DELTA
+    return _first_coordinate_audit(
+        amp, "logistic", _Z_PLUS, _Z, lam=1.0, sigma=1.0, tau=1e-6, sigma_out=1e-3
+    )
 
 
 def _output_perturbation(fast: bool):
     """Output perturbation on the same instance, calibrated to epsilon = 1."""
     lam, tau = 1.0, 1e-6
     sigma = gaussian_sigma(1.0, DELTA, output_sensitivity(1.0, lam, tau))
-
-    def run(use_z, rng):
-        X, y = _Z_PLUS if use_z else _Z
-        rel = output_perturbation(
-            X,
-            y,
-            "logistic",
-            lam=lam,
-            sigma=sigma,
-            tau=tau,
-            clip=1.0,
-            row_bound=1.0,
-            rng=rng,
-            solver="newton",
-        )
-        return float(rel.theta[0])
-
-    event = output_perturbation(
-        *_Z,
-        "logistic",
-        lam=lam,
-        sigma=sigma,
-        tau=tau,
-        clip=1.0,
-        row_bound=1.0,
-        rng=np.random.default_rng(0),
-    ).event
-    return run, PrivacyAccountant("pld").compose(event).get_epsilon(DELTA), DELTA
+    return _first_coordinate_audit(
+        output_perturbation, "logistic", _Z_PLUS, _Z, lam=lam, sigma=sigma, tau=tau
+    )
 
 
 def _dpsgd(fast: bool):
