@@ -385,19 +385,34 @@ def fit(
     if model.dp_event_ != planned:  # pragma: no cover - fit checks its own plan too
         raise RuntimeError("the fit's event differs from the one charged to the budget")
     seconds = time.perf_counter() - start
-    accuracy = float(model.score(X_test, y_test))
+    _save_and_report(
+        model,
+        out,
+        {"data": dataset.name, "feature_names": list(dataset.feature_names)},
+        {"mechanism_params": {k: _jsonable(v) for k, v in model.mechanism_params_.items()}},
+        accuracy=float(model.score(X_test, y_test)),
+        seconds=seconds,
+        method=method,
+        as_json=as_json,
+        details={"n_train": int(len(y_train)), "n_test": int(len(y_test))},
+    )
+
+
+def _save_and_report(
+    model, out, data_fields, extra, *, accuracy, seconds, method, as_json, details
+):
+    """Write the fitted model as JSON to ``out`` and print the summary of ``dpconvex fit``."""
     record = {
-        "model": "DPLogisticRegression",
+        "model": type(model).__name__,
         "params": {k: _jsonable(v) for k, v in model.get_params().items()},
-        "data": dataset.name,
-        "feature_names": list(dataset.feature_names),
+        **data_fields,
         "classes": _jsonable(model.classes_),
         "coef": _jsonable(model.coef_),
         "intercept": _jsonable(model.intercept_),
         "epsilon_spent": model.epsilon_,
         "delta": model.delta_,
         "dp_event": repr(model.dp_event_),
-        "mechanism_params": {k: _jsonable(v) for k, v in model.mechanism_params_.items()},
+        **extra,
     }
     Path(out).parent.mkdir(parents=True, exist_ok=True)
     Path(out).write_text(json.dumps(record, indent=2))
@@ -409,9 +424,7 @@ def fit(
         "fit_seconds": seconds,
     }
     if not as_json:
-        summary.update(
-            {"n_train": int(len(y_train)), "n_test": int(len(y_test)), "model_file": str(out)}
-        )
+        summary.update({**details, "model_file": str(out)})
     _emit(summary, as_json)
 
 
@@ -458,30 +471,17 @@ def _fit_dask(
         if not hasattr(truth, "compute"):
             truth = da.from_array(np.asarray(truth), chunks=predicted.chunks)
         accuracy = float((predicted == truth).mean().compute())
-    record = {
-        "model": "DPLogisticRegression",
-        "data": str(data),
-        "dask": True,
-        "params": {k: _jsonable(v) for k, v in model.get_params().items()},
-        "classes": _jsonable(model.classes_),
-        "coef": _jsonable(model.coef_),
-        "intercept": _jsonable(model.intercept_),
-        "epsilon_spent": model.epsilon_,
-        "delta": model.delta_,
-        "dp_event": repr(model.dp_event_),
-    }
-    Path(out).parent.mkdir(parents=True, exist_ok=True)
-    Path(out).write_text(json.dumps(record, indent=2))
-    summary = {
-        "accuracy": accuracy,
-        "epsilon": model.epsilon_,
-        "delta": model.delta_,
-        "method": method,
-        "fit_seconds": seconds,
-    }
-    if not as_json:
-        summary["model_file"] = str(out)
-    _emit(summary, as_json)
+    _save_and_report(
+        model,
+        out,
+        {"data": str(data), "dask": True},
+        {},
+        accuracy=accuracy,
+        seconds=seconds,
+        method=method,
+        as_json=as_json,
+        details={},
+    )
 
 
 @cli.group("budget")
