@@ -57,6 +57,47 @@ def _batches(order: np.ndarray, T: int) -> list[np.ndarray]:
     return [b for b in np.array_split(order, T) if b.size]
 
 
+def _truncated_mirror_descent(data, phi, reg, batches, noisy_mean, *, threshold, gamma, radius):
+    """The loop of Algs. 4 and 7: truncated batch gradient, noise, ball mirror step, average.
+
+    ``noisy_mean(total, rows)`` turns a batch's truncated gradient sum into the noisy
+    mean the mirror step uses. Returns (average iterate, number of truncated gradients).
+    """
+    w = np.zeros(data.d)
+    avg = np.zeros(data.d)
+    truncated = 0
+    for rows in batches:
+        total, cut = _truncated_sum(data, w, rows, threshold, reg.q)
+        truncated += cut
+        w = ball_mirror_step(phi, w, noisy_mean(total, rows), gamma, radius)
+        avg += w
+    return avg / len(batches), truncated
+
+
+def _info(algorithm, calibration, spent, spent_pld, epsilon, delta, sigma, steps, lam,
+          threshold, gamma, diameter, reg, truncated_fraction, **extra) -> dict:  # fmt: skip
+    """The ``info`` of a truncated mirror-descent release (Algs. 4 and 7)."""
+    return {
+        "algorithm": algorithm,
+        "calibration": calibration,
+        "epsilon": spent,
+        "epsilon_pld": spent_pld,
+        "delta": delta,
+        "pld_interval": pld_interval(epsilon),
+        "sigma": sigma,
+        **extra,
+        "steps": steps,
+        "truncation": lam,
+        "threshold": threshold,
+        "step_scale": gamma,
+        "diameter": diameter,
+        "kappa": reg.kappa,
+        "norm_index": reg.r,
+        "mirror_index": reg.mirror_index,
+        "truncated_fraction": truncated_fraction,
+    }
+
+
 def batched_truncated_mirror_descent(
     X,
     y,
@@ -141,34 +182,22 @@ def batched_truncated_mirror_descent(
         )
         spent_pld = spent
     rng = make_rng(random_state)
-    w = np.zeros(d)
-    avg = np.zeros(d)
-    truncated = 0
-    for rows in batches:
-        total, cut = _truncated_sum(data, w, rows, threshold, reg.q)
-        truncated += cut
-        noisy = total / rows.size + norm_gaussian(d, reg.r, sigma, rng)
-        w = ball_mirror_step(phi, w, noisy, gamma, radius)
-        avg += w
-    info = {
-        "algorithm": "Truncated DP Batched Mirror Descent (seed 002 Alg. 7)",
-        "calibration": calibration,
-        "epsilon": spent,
-        "epsilon_pld": spent_pld,
-        "delta": delta,
-        "pld_interval": pld_interval(epsilon),
-        "sigma": sigma,
-        "steps": len(batches),
-        "truncation": lam,
-        "threshold": threshold,
-        "step_scale": gamma,
-        "diameter": M,
-        "kappa": reg.kappa,
-        "norm_index": reg.r,
-        "mirror_index": reg.mirror_index,
-        "truncated_fraction": truncated / n,
-    }
-    return Release(avg / len(batches), event_for(sigma), info)
+    theta, truncated = _truncated_mirror_descent(
+        data,
+        phi,
+        reg,
+        batches,
+        lambda total, rows: total / rows.size + norm_gaussian(d, reg.r, sigma, rng),
+        threshold=threshold,
+        gamma=gamma,
+        radius=radius,
+    )
+    info = _info(
+        "Truncated DP Batched Mirror Descent (seed 002 Alg. 7)",
+        calibration, spent, spent_pld, epsilon, delta, sigma, len(batches), lam, threshold,
+        gamma, M, reg, truncated / n,
+    )  # fmt: skip
+    return Release(theta, event_for(sigma), info)
 
 
 def alg4_max_epsilon(n: int, delta: float) -> float:
@@ -290,36 +319,18 @@ def shuffled_truncated_mirror_descent(
         )
         spent_pld = spent
     rng = make_rng(random_state)
-    order = rng.permutation(n)
-    w = np.zeros(d)
-    avg = np.zeros(d)
-    batches = _batches(order, T)
-    truncated = 0
-    for rows in batches:
-        total, cut = _truncated_sum(data, w, rows, threshold, reg.q)
-        truncated += cut
-        noise = norm_gaussian(d, reg.r, sigma, rng, size=rows.size).sum(axis=0)
-        w = ball_mirror_step(phi, w, (total + noise) / rows.size, gamma, radius)
-        avg += w
-    info = {
-        "algorithm": "Shuffled Truncated DP Mirror Descent (seed 002 Alg. 4)",
-        "calibration": calibration,
-        "epsilon": spent,
-        "epsilon_pld": spent_pld,
-        "delta": delta,
-        "pld_interval": pld_interval(epsilon),
-        "sigma": sigma,
-        "local_epsilon_paper": eps0,
-        "local_delta_paper": delta0,
-        "max_epsilon": limit,
-        "steps": len(batches),
-        "truncation": lam,
-        "threshold": threshold,
-        "step_scale": gamma,
-        "diameter": M,
-        "kappa": reg.kappa,
-        "norm_index": reg.r,
-        "mirror_index": reg.mirror_index,
-        "truncated_fraction": truncated / n,
-    }
-    return Release(avg / len(batches), event_for(sigma), info)
+    batches = _batches(rng.permutation(n), T)
+
+    def noisy_mean(total, rows):  # each sample's gradient gets its own local noise
+        return (total + norm_gaussian(d, reg.r, sigma, rng, size=rows.size).sum(axis=0)) / rows.size
+
+    theta, truncated = _truncated_mirror_descent(
+        data, phi, reg, batches, noisy_mean, threshold=threshold, gamma=gamma, radius=radius
+    )
+    info = _info(
+        "Shuffled Truncated DP Mirror Descent (seed 002 Alg. 4)",
+        calibration, spent, spent_pld, epsilon, delta, sigma, len(batches), lam, threshold,
+        gamma, M, reg, truncated / n,
+        local_epsilon_paper=eps0, local_delta_paper=delta0, max_epsilon=limit,
+    )  # fmt: skip
+    return Release(theta, event_for(sigma), info)
