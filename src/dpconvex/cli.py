@@ -273,6 +273,26 @@ def _load_data(data: str, target: str | None):
     return load_csv(data, target)
 
 
+def _parse_classes(text: str | None):
+    """``--classes 0,1,2`` -> [0, 1, 2]; numbers where they parse, else strings."""
+    if text is None:
+        return None
+    labels = [t.strip() for t in text.split(",")]
+    if len(labels) < 2 or any(not t for t in labels):
+        raise click.BadParameter(f"give at least two comma-separated labels, got {text!r}")
+    parsed = []
+    for t in labels:
+        for kind in (int, float):
+            try:
+                parsed.append(kind(t))
+                break
+            except ValueError:
+                continue
+        else:
+            parsed.append(t)
+    return parsed
+
+
 def _jsonable(value):
     if isinstance(value, np.ndarray):
         return value.tolist()
@@ -326,6 +346,14 @@ def _jsonable(value):
     default=None,
     help="Charge a budget ledger (see `dpconvex budget init`) before training.",
 )
+@click.option(
+    "--classes",
+    "classes",
+    default=None,
+    callback=lambda ctx, param, value: _parse_classes(value),
+    help="The label set, comma separated, chosen without looking at the data (it is "
+    "released with the model); default 0,1. Rows with other labels are an error.",
+)
 @json_option
 def fit(
     data,
@@ -333,6 +361,7 @@ def fit(
     epsilon,
     delta,
     method,
+    classes,
     accounting,
     test_size,
     split_seed,
@@ -346,8 +375,6 @@ def fit(
     """Train DPLogisticRegression, print test accuracy and the privacy spent, save the model."""
     from .models import DPLogisticRegression
 
-    if use_dask and budget:
-        raise ValueError("--budget is not supported with --dask yet")
     if use_dask:
         _fit_dask(
             data,
@@ -355,6 +382,8 @@ def fit(
             epsilon,
             delta,
             method,
+            classes,
+            budget,
             accounting,
             test_size,
             split_seed,
@@ -368,22 +397,18 @@ def fit(
         raise ValueError("--scheduler needs --dask")
     dataset = _load_data(data, target)
     X_train, X_test, y_train, y_test = dataset.split(test_size, split_seed)
+    # --budget: the estimator charges its planned event before it touches the data
     model = DPLogisticRegression(
-        epsilon=epsilon, delta=delta, method=method, accounting=accounting, random_state=seed
+        epsilon=epsilon,
+        delta=delta,
+        method=method,
+        classes=classes,
+        accounting=accounting,
+        random_state=seed,
+        budget=budget,
     )
-    planned = model.privacy_event(X_train.shape[0], X_train.shape[1], len(np.unique(y_train)))
-    if budget is not None:  # refused before the mechanism runs if it would overspend
-        from .budget import Budget
-
-        Budget(budget).spend(
-            planned,
-            mechanism=f"DPLogisticRegression(method={method})",
-            label=f"dpconvex fit --data {data}",
-        )
     start = time.perf_counter()
     model.fit(X_train, y_train)
-    if model.dp_event_ != planned:  # pragma: no cover - fit checks its own plan too
-        raise RuntimeError("the fit's event differs from the one charged to the budget")
     seconds = time.perf_counter() - start
     _save_and_report(
         model,
@@ -434,6 +459,8 @@ def _fit_dask(
     epsilon,
     delta,
     method,
+    classes,
+    budget,
     accounting,
     test_size,
     split_seed,
@@ -461,7 +488,13 @@ def _fit_dask(
                 raise ValueError("--target is required with a data file")
             train, test = read_table(data, target, test_size=test_size, seed=split_seed)
         model = DPLogisticRegression(
-            epsilon=epsilon, delta=delta, method=method, accounting=accounting, random_state=seed
+            epsilon=epsilon,
+            delta=delta,
+            method=method,
+            classes=classes,
+            accounting=accounting,
+            random_state=seed,
+            budget=budget,
         )
         start = time.perf_counter()
         model.fit(*train)

@@ -60,7 +60,9 @@ def test_multiclass_one_vs_rest_composes_through_the_accountant():
         random_state=1,
     )
     labels = np.array(["a", "b", "c"])[y]
-    model = DPLogisticRegression(epsilon=3.0, random_state=0).fit(X, labels)
+    model = DPLogisticRegression(epsilon=3.0, classes=["a", "b", "c"], random_state=0).fit(
+        X, labels
+    )
     assert isinstance(model.dp_event_, SelfComposedDpEvent) and model.dp_event_.count == 3
     assert 2.7 < model.epsilon_ <= 3.0
     assert model.coef_.shape == (3, 8)
@@ -73,9 +75,40 @@ def test_multiclass_one_vs_rest_composes_through_the_accountant():
 def test_labels_zero_one_and_strings_are_mapped(binary):
     X, y = binary
     a = DPLogisticRegression(random_state=5).fit(X, y)
-    b = DPLogisticRegression(random_state=5).fit(X, np.where(y == 1, "yes", "no"))
+    b = DPLogisticRegression(classes=["yes", "no"], random_state=5).fit(
+        X, np.where(y == 1, "yes", "no")
+    )
     np.testing.assert_allclose(a.coef_, b.coef_)
-    assert list(b.classes_) == ["no", "yes"]
+    assert list(b.classes_) == ["no", "yes"]  # sorted, as in scikit-learn
+
+
+def test_label_set_is_declared_not_read_off_the_data(binary):
+    """A neighbour with one extra row of a new label gives a model of the same shape.
+
+    Without a declared set the new label is refused (the binary convention {0, 1});
+    with ``classes`` declared, both neighbours give K = 3 problems and coef_ (3, d).
+    """
+    X, y = binary
+    X2, y2 = np.vstack([X, X[:1]]), np.append(y, 7)
+    with pytest.raises(ValueError, match=r"labels \[7\] are not in the declared classes"):
+        DPLogisticRegression(random_state=0).fit(X2, y2)
+    shapes = []
+    for Xn, yn in [(X, y), (X2, y2)]:
+        m = DPLogisticRegression(classes=[0, 1, 7], random_state=0).fit(Xn, yn)
+        shapes.append((tuple(m.classes_), m.coef_.shape, m.intercept_.shape, m.dp_event_))
+        assert m.epsilon_ <= 1.0
+    assert shapes[0] == shapes[1]
+    assert shapes[0][:2] == ((0, 1, 7), (3, X.shape[1]))
+    # one-class data is not refused: the label set, not the data, fixes the problems
+    one = DPLogisticRegression(random_state=0).fit(X, np.ones(len(y), dtype=int))
+    assert one.coef_.shape == (1, X.shape[1]) and list(one.classes_) == [0, 1]
+
+
+def test_declared_classes_are_validated():
+    X = np.eye(3)
+    for bad in ["ab", [1], [1, 1], [0.0, np.nan]]:
+        with pytest.raises(ValueError, match="classes"):
+            DPLogisticRegression(classes=bad).fit(X, [0, 1, 0])
 
 
 def test_fit_never_changes_hyperparameters_and_seeds_reproduce(binary):
@@ -106,8 +139,12 @@ def test_rejects_bad_labels_and_parameters(binary):
     X, y = binary
     with pytest.raises(ValueError, match="Unknown label type"):
         DPLogisticRegression().fit(X, X[:, 0])
-    with pytest.raises(ValueError, match="one class"):
-        DPLogisticRegression().fit(X, np.zeros(len(y)))
+    with pytest.raises(ValueError, match="not in the declared classes"):
+        DPLogisticRegression().fit(X, np.where(y == 1, 1, 2))
+    with pytest.raises(ValueError, match="row_bound"):
+        DPLogisticRegression(row_norm="clip", row_bound=1e150).fit(X, y)
+    with pytest.raises(ValueError, match="row_bound"):
+        DPLogisticRegression(row_norm="clip", row_bound=1e300).privacy_event(100, 3)
     with pytest.raises(ValueError, match="lam must be > beta"):
         DPLogisticRegression(lam=0.4).fit(X, y)  # beta = 0.25 * (1 + 1) = 0.5
     with pytest.raises(ValueError, match="row_bound"):

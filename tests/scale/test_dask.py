@@ -85,8 +85,8 @@ def test_amp_on_dask_equals_in_memory_for_the_same_noise(data):
 def test_estimators_accept_dask_arrays(data, method):
     X, y = data
     kw = {"epsilon": 2.0, "method": method, "random_state": 0, "solver": "lbfgs", "epochs": 10}
-    mem = DPLogisticRegression(**kw).fit(X, y)
-    big = DPLogisticRegression(**kw).fit(
+    mem = DPLogisticRegression(classes=[-1, 1], **kw).fit(X, y)
+    big = DPLogisticRegression(classes=[-1, 1], **kw).fit(
         da.from_array(X, chunks=(800, 6)), da.from_array(y, chunks=800)
     )
     assert big.dp_event_ == mem.dp_event_ and big.epsilon_ == mem.epsilon_
@@ -110,15 +110,19 @@ def test_dask_refusals(data):
     X, y = data
     Xd, yd = da.from_array(X, chunks=(800, 6)), da.from_array(y, chunks=800)
     with pytest.raises(ValueError, match="not available on dask"):
-        DPLogisticRegression(method="dpsgd").fit(Xd, yd)
+        DPLogisticRegression(classes=[-1, 1], method="dpsgd").fit(Xd, yd)
     with pytest.raises(ValueError, match="row_bound"):
-        DPLogisticRegression(row_norm="error", row_bound=0.5, solver="lbfgs").fit(Xd, yd)
+        DPLogisticRegression(classes=[-1, 1], row_norm="error", row_bound=0.5, solver="lbfgs").fit(
+            Xd, yd
+        )
     bad = X.copy()
     bad[1234, 2] = np.nan
     with pytest.raises(ValueError, match="NaN"):
-        DPLogisticRegression(solver="lbfgs").fit(da.from_array(bad, chunks=(800, 6)), yd)
+        DPLogisticRegression(classes=[-1, 1], solver="lbfgs").fit(
+            da.from_array(bad, chunks=(800, 6)), yd
+        )
     with pytest.raises(ValueError, match="SVRG"):
-        DPLogisticRegression(solver="svrg").fit(Xd, yd)
+        DPLogisticRegression(classes=[-1, 1], solver="svrg").fit(Xd, yd)
 
 
 def test_synthetic_data_is_chunkwise_and_deterministic():
@@ -155,6 +159,7 @@ def test_read_table_and_cli_fit_with_dask(tmp_path, capsys):
                 "--delta",
                 "1e-5",
                 "--dask",
+                "--classes=-1,1",
                 "--json",
                 "--seed",
                 "0",

@@ -68,9 +68,13 @@ from ..mechanisms import (
 )
 from ..optim import SOLVERS
 from ..scale.objective import is_dask_array
+from .charge import charge
+from .labels import check_labels, declared_classes
 
 METHODS = ("amp", "output", "dpsgd", "dpgd")
 DEFAULT_LEARNING_RATE = {"adam": 0.02, "sgd": 0.5}
+#: largest declared row norm (and intercept scaling) the estimators accept
+MAX_ROW_BOUND = 1e8
 
 _positive = [Interval(Real, 0, None, closed="neither")]
 _COMMON_CONSTRAINTS = {
@@ -79,9 +83,11 @@ _COMMON_CONSTRAINTS = {
     "method": [StrOptions(set(METHODS))],
     "accounting": [StrOptions({"pld", "rdp"})],
     "fit_intercept": ["boolean"],
-    "intercept_scaling": _positive,
+    # bounds of 1e8 keep R^2, lam and the noise scales far inside float64 (rows of
+    # larger declared norm: rescale the features, a public map)
+    "intercept_scaling": [Interval(Real, 0, MAX_ROW_BOUND, closed="right")],
     "row_norm": [StrOptions({"normalize", "clip", "error"})],
-    "row_bound": _positive,
+    "row_bound": [Interval(Real, 0, MAX_ROW_BOUND, closed="right")],
     "clip": [None, *_positive],
     "lam": [None, *_positive],
     "tau": _positive,
@@ -100,6 +106,8 @@ _COMMON_CONSTRAINTS = {
         np.random.SeedSequence,
         np.random.Generator,
     ],
+    # a dpconvex.Budget or a path to its ledger; checked by charge.open_budget
+    "budget": "no_validation",
 }
 
 
@@ -146,15 +154,23 @@ class _DPLinearModel(BaseEstimator):
         d = n_features + int(bool(self.fit_intercept))
         return self._calibrate(self._loss(), clip, bound, n, d, k)
 
-    def privacy_event(self, n_samples: int, n_features: int, n_classes: int = 2):
+    def _n_problems(self) -> int:
+        """Binary problems of one fit: 1, or K one-vs-rest problems for K > 2 declared classes."""
+        if not isinstance(self, ClassifierMixin):
+            return 1
+        k = declared_classes(self.classes).size
+        return 1 if k <= 2 else k
+
+    def privacy_event(self, n_samples: int, n_features: int):
         """The event a fit on data of this shape would produce (calibration only, no data).
 
-        n_samples is used only by DP-SGD (its sampling rate). One-vs-rest with K > 2
-        classes composes K events.
+        n_samples is used only by DP-SGD (its sampling rate). For classifiers the
+        number of one-vs-rest problems comes from the declared ``classes``.
         """
+        self._validate_params()
         n_samples = v.positive_int("n_samples", n_samples)
         n_features = v.positive_int("n_features", n_features)
-        k = 1 if (n_classes <= 2 or not isinstance(self, ClassifierMixin)) else int(n_classes)
+        k = self._n_problems()
         event = self._plan(n_samples, n_features, k)[2]
         return _composed([event] * k)
 
@@ -170,6 +186,13 @@ class _DPLinearModel(BaseEstimator):
             Xt = transform_rows(X, self.row_norm, self.row_bound)
             if self.fit_intercept:
                 Xt = add_intercept(Xt, self.intercept_scaling)
+        # spend before release: the planned event is charged before the mechanism runs
+        charge(
+            self.budget,
+            _composed([planned] * k),
+            mechanism=f"{type(self).__name__}(method={self.method})",
+            label=f"fit on {X.shape[0]} rows x {X.shape[1]} features",
+        )
         rng = make_rng(self.random_state)
         releases = [run(Xt, t, rng) for t in targets]
         if any(r.event != planned for r in releases):  # the accounting must match the run
@@ -372,12 +395,19 @@ class _DPLinearModel(BaseEstimator):
 
 
 class DPLogisticRegression(ClassifierMixin, _DPLinearModel):
+    _parameter_constraints: dict = {**_COMMON_CONSTRAINTS, "classes": "no_validation"}
+
     """(epsilon, delta)-DP logistic regression.
+
+    The label set is public and declared (``classes``); it is never read off y.
 
     Parameters
     ----------
     epsilon, delta : privacy budget of the whole fit (all classes together).
     method : "amp" (default), "output", "dpsgd" or "dpgd"; see the module docstring.
+    classes : the labels, declared without looking at the data (they are released with
+        the model); default [0, 1]. Labels in y outside this set are an error. More than
+        two classes are fitted one-vs-rest, one problem per declared class.
     accounting : "pld" (default, tighter) or "rdp" (as in seed 000's experiments).
     fit_intercept, intercept_scaling : augmented constant feature, regularized and perturbed.
     row_norm, row_bound : row policy "normalize" (default), "clip" or "error", and the bound.
@@ -393,6 +423,9 @@ class DPLogisticRegression(ClassifierMixin, _DPLinearModel):
     epochs, batch_size, learning_rate, optimizer : DP-SGD / DP-GD settings
         (learning_rate default 0.02 for Adam, 0.5 for SGD).
     random_state : None (OS entropy, the default), an int seed, or a numpy Generator.
+    budget : None, a :class:`dpconvex.Budget` or the path of its ledger; the fit charges
+        its planned event to the ledger before it uses the data, and raises
+        ``BudgetExceededError`` (training nothing) if the charge would overspend.
 
     Attributes
     ----------
@@ -406,6 +439,7 @@ class DPLogisticRegression(ClassifierMixin, _DPLinearModel):
         delta=1e-5,
         method="amp",
         *,
+        classes=None,
         accounting="pld",
         fit_intercept=True,
         intercept_scaling=1.0,
@@ -423,10 +457,12 @@ class DPLogisticRegression(ClassifierMixin, _DPLinearModel):
         learning_rate=None,
         optimizer="adam",
         random_state=None,
+        budget=None,
     ):
         self.epsilon = epsilon
         self.delta = delta
         self.method = method
+        self.classes = classes
         self.accounting = accounting
         self.fit_intercept = fit_intercept
         self.intercept_scaling = intercept_scaling
@@ -444,22 +480,24 @@ class DPLogisticRegression(ClassifierMixin, _DPLinearModel):
         self.learning_rate = learning_rate
         self.optimizer = optimizer
         self.random_state = random_state
+        self.budget = budget
 
     def _loss(self):
         return LogisticLoss()
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
-        """Fit on (X, y); labels may be any two or more classes (one-vs-rest beyond two)."""
+        """Fit on (X, y); labels must lie in the declared ``classes`` (default {0, 1}).
+
+        The label set, and so ``classes_`` and the shape of ``coef_``, is public:
+        it comes from ``classes``, never from ``y`` (a class may be absent from y).
+        """
         X, y = self._validated(X, y)
-        classes = np.unique(y)
-        self.classes_ = np.asarray(classes.compute() if is_dask_array(classes) else classes)
-        check_classification_targets(self.classes_ if is_dask_array(y) else y)
-        if self.classes_.size < 2:
-            raise ValueError(
-                "DPLogisticRegression needs samples of at least 2 classes in the data; "
-                f"got one class: {self.classes_[0]!r}"
-            )
+        classes = declared_classes(self.classes)
+        if not is_dask_array(y):
+            check_classification_targets(y)
+        check_labels(y, classes, declared=self.classes is not None)
+        self.classes_ = classes
         if self.classes_.size == 2:
             targets = [np.where(y == self.classes_[1], 1.0, -1.0)]
         else:
@@ -574,6 +612,7 @@ class DPLinearRegression(_DPRegressor):
         learning_rate=None,
         optimizer="adam",
         random_state=None,
+        budget=None,
     ):
         self.epsilon = epsilon
         self.delta = delta
@@ -596,6 +635,7 @@ class DPLinearRegression(_DPRegressor):
         self.learning_rate = learning_rate
         self.optimizer = optimizer
         self.random_state = random_state
+        self.budget = budget
 
     def _loss(self):
         return SquaredLoss()
@@ -641,6 +681,7 @@ class DPHuberRegressor(_DPRegressor):
         learning_rate=None,
         optimizer="adam",
         random_state=None,
+        budget=None,
     ):
         self.epsilon = epsilon
         self.delta = delta
@@ -664,6 +705,7 @@ class DPHuberRegressor(_DPRegressor):
         self.learning_rate = learning_rate
         self.optimizer = optimizer
         self.random_state = random_state
+        self.budget = budget
 
     def _loss(self):
         return HuberLoss(self.huber_threshold)

@@ -46,11 +46,15 @@ from ..accounting import (
     calibrate,
     tuned_event,
 )
+from ..models.charge import charge
+from ..models.labels import check_labels, declared_classes
 from .runs import sample_number_of_runs
 
 #: hyperparameters of dpconvex estimators that do not change their privacy cost
 PRIVACY_FREE_PARAMS = frozenset({"solver", "max_iter", "learning_rate", "optimizer"})
-_RESERVED = frozenset({"epsilon", "delta", "random_state", "accounting"})
+_RESERVED = frozenset(
+    {"epsilon", "delta", "random_state", "accounting", "classes", "budget"}
+)
 
 
 def _is_distribution(value) -> bool:
@@ -87,6 +91,11 @@ class PrivateRandomSearch(MetaEstimatorMixin, BaseEstimator):
     score_noise : std of the Gaussian noise on the validation count of correct predictions.
     run_epsilon : per-run epsilon; None (default) calibrates it to meet ``epsilon``.
     random_state : None (OS entropy), an int, or a numpy Generator.
+    budget : None, a :class:`dpconvex.Budget` or the path of its ledger; the whole
+        search's event is charged before any run touches the data.
+
+    The label set of a classifier is the estimator's declared ``classes`` (default
+    [0, 1]); labels outside it are refused before anything is spent.
 
     Attributes
     ----------
@@ -110,6 +119,7 @@ class PrivateRandomSearch(MetaEstimatorMixin, BaseEstimator):
         score_noise=10.0,
         run_epsilon=None,
         random_state=None,
+        budget=None,
     ):
         self.estimator = estimator
         self.param_distributions = param_distributions
@@ -122,6 +132,7 @@ class PrivateRandomSearch(MetaEstimatorMixin, BaseEstimator):
         self.score_noise = score_noise
         self.run_epsilon = run_epsilon
         self.random_state = random_state
+        self.budget = budget
 
     # -- privacy plan ------------------------------------------------------------
     def _relevant_choices(self) -> dict:
@@ -222,9 +233,17 @@ class PrivateRandomSearch(MetaEstimatorMixin, BaseEstimator):
             )
         if self.scoring == "public" and (X_public is None or y_public is None):
             raise ValueError('scoring="public" needs X_public and y_public')
-        rng = make_rng(self.random_state)
         X = np.asarray(X) if not hasattr(X, "tocsr") else X.tocsr()
         y = np.asarray(y)
+        if X.ndim != 2 or y.ndim != 1 or X.shape[0] != y.shape[0]:
+            raise ValueError(
+                f"X must be 2-D and y 1-D with one label per row; got X {X.shape}, y {y.shape}"
+            )
+        if classifier:  # the label set is the estimator's declared one, never y's
+            declared = self.estimator.get_params().get("classes")
+            classes = declared_classes(declared)
+            check_labels(y, classes, declared=declared is not None)
+        rng = make_rng(self.random_state)
         n = y.shape[0]
         if self.scoring == "noisy_validation":
             frac = self.validation_fraction
@@ -236,8 +255,7 @@ class PrivateRandomSearch(MetaEstimatorMixin, BaseEstimator):
             X_train, y_train, X_val, y_val = X[train], y[train], X[val], y[val]
         else:
             X_train, y_train = X, y
-        n_classes = np.unique(y_train).size if classifier else 1
-        shape_info = (X_train.shape[0], X_train.shape[1], n_classes)
+        shape_info = (X_train.shape[0], X_train.shape[1])
         if self.run_epsilon is None:
             run_epsilon = self._calibrate_run_epsilon(shape_info)
         else:
@@ -248,6 +266,12 @@ class PrivateRandomSearch(MetaEstimatorMixin, BaseEstimator):
             raise ValueError(
                 f"run_epsilon={run_epsilon} makes the search spend epsilon={spent:.6g} > {epsilon}"
             )
+        charge(
+            self.budget,
+            event,
+            mechanism=f"PrivateRandomSearch({type(self.estimator).__name__})",
+            label=f"search on {X.shape[0]} rows x {X.shape[1]} features",
+        )
         k = sample_number_of_runs(rng, self.mu, self.shape)
         if k == 0:
             raise RuntimeError(
@@ -257,7 +281,11 @@ class PrivateRandomSearch(MetaEstimatorMixin, BaseEstimator):
         for _ in range(k):
             params = {name: _draw(space, rng) for name, space in self.param_distributions.items()}
             est = clone(self.estimator).set_params(
-                **params, epsilon=run_epsilon, delta=self.delta, random_state=rng.spawn(1)[0]
+                **params,
+                epsilon=run_epsilon,
+                delta=self.delta,
+                random_state=rng.spawn(1)[0],
+                budget=None,  # the search's event was charged once, above
             )
             est.fit(X_train, y_train)
             if self.scoring == "public":
@@ -274,7 +302,7 @@ class PrivateRandomSearch(MetaEstimatorMixin, BaseEstimator):
         self.epsilon_ = float(spent)
         self.delta_ = float(self.delta)
         if classifier:
-            self.classes_ = self.best_estimator_.classes_
+            self.classes_ = classes
         return self
 
     # -- delegation ----------------------------------------------------------------
