@@ -39,7 +39,9 @@ from tests.fuzz.cases import DELTAS, EPSILONS, X_CASES, Y_CASES  # noqa: E402
 
 UNCOVERED_X = {"nan", "inf", "empty", "1-d array"}
 UNCOVERED_Y = {"nan labels", "wrong length"}
-CLEAR = ("ValueError", "TypeError", "CalibrationError", "CertificateError", "InvalidParameterError")
+BINARY_LABELS = {"binary", "one class"}  # labels inside the default convention {0, 1}
+CLEAR = ("ValueError", "TypeError", "CalibrationError", "CertificateError", "InvalidParameterError",
+         "BudgetExceededError", "LedgerError", "LedgerTamperedError")  # fmt: skip
 
 
 def _estimator(kind: str, method: str, eps: float, delta: float):
@@ -66,7 +68,152 @@ def estimator_cases():
                     return model
 
                 covered = x_case not in UNCOVERED_X and y_case not in UNCOVERED_Y
+                if kind == "logistic":  # no classes= given: only labels in {0, 1} are covered
+                    covered = covered and y_case in BINARY_LABELS
                 yield f"estimator {name}", f"X {x_case} / y {y_case}", call, covered
+
+
+def declared_classes_cases():
+    """Classifiers with a declared label set: covered iff every label is declared.
+
+    A release must have one problem per declared class whatever labels the data holds
+    (the neighbour who adds a row of a new label cannot change the model's shape).
+    """
+    bad = {"'ab' (a string)": "ab", "[1, 1] (repeat)": [1, 1], "[0] (one label)": [0],
+           "[nan, 1]": [float("nan"), 1.0], "[] (empty)": [], "3 (not a list)": 3}  # fmt: skip
+    good = {"[0, 1, 2]": [0, 1, 2], "['no', 'yes']": ["no", "yes"], "[-1, 1]": [-1, 1],
+            "[0, 1, 2, 7]": [0, 1, 2, 7]}  # fmt: skip
+    for method in ("amp", "output", "dpsgd"):
+        for label, classes in {**bad, **good}.items():
+            for y_case in ("binary", "signed", "strings", "three classes", "one class"):
+
+                def call(method=method, classes=classes, y_case=y_case):
+                    rng = np.random.default_rng(0)
+                    X = rng.normal(size=(60, 4))
+                    y = Y_CASES[y_case](rng, 60)
+                    model = DPLogisticRegression(
+                        epsilon=1.0, delta=1e-5, method=method, epochs=2, classes=classes,
+                        random_state=0,
+                    ).fit(X, y)  # fmt: skip
+                    k = len(classes)
+                    assert model.coef_.shape == ((1 if k == 2 else k), 4), "shape off declared"
+                    assert list(model.classes_) == sorted(classes), "classes_ not the declared"
+                    assert model.epsilon_ <= 1.0
+                    return model
+
+                labels = set(np.unique(Y_CASES[y_case](np.random.default_rng(0), 60)).tolist())
+                covered = label in good and labels <= set(classes)
+                yield f"classes logistic-{method}", f"classes {label} / y {y_case}", call, covered
+
+
+def ledger_cases():
+    """The budget ledger: bad budgets and bad events are refused, never priced.
+
+    A spend of an invalid event must record nothing (a negative count once refunded
+    budget); "released" here means the spend was recorded.
+    """
+    import tempfile
+
+    from dp_accounting.dp_event import (
+        PoissonSampledDpEvent,
+        SampledWithoutReplacementDpEvent,
+        SelfComposedDpEvent,
+    )
+
+    from dpconvex import Budget
+    from dpconvex.accounting import GaussianDpEvent
+
+    g = GaussianDpEvent(5.0)
+    budgets = {f"eps {e:g} / delta {d:g}": (e, d) for e in EPSILONS for d in DELTAS[:4]}
+    budgets["eps 1e308 / delta 1e-300"] = (1e308, 1e-300)
+    budgets["eps True"] = (True, 1e-5)
+    budgets["eps float32(0.1)"] = (np.float32(0.1), 1e-5)
+    budgets["delta '1e-5'"] = (1.0, "1e-5")
+    for label, (eps, delta) in budgets.items():
+
+        def call(eps=eps, delta=delta):
+            with tempfile.TemporaryDirectory() as tmp:
+                ledger = Budget(Path(tmp) / "l.db", eps, delta)
+                ledger.spend(g, mechanism="fuzz")
+                assert ledger.spent() <= ledger.epsilon
+                return ledger
+
+        ok = (
+            type(eps) is float and math.isfinite(eps) and MIN_EPSILON <= eps <= MAX_EPSILON
+            and type(delta) is float and 1e-100 <= delta < 1
+        )  # fmt: skip
+        ok = ok or label == "eps float32(0.1)"
+        yield "ledger Budget(...)", label, call, ok
+
+    events = {
+        "Gaussian(5)": (lambda: g, True),
+        "Gaussian(nan)": (lambda: GaussianDpEvent(float("nan")), False),
+        "Gaussian(0)": (lambda: GaussianDpEvent(0.0), False),
+        "Gaussian(-1)": (lambda: GaussianDpEvent(-1.0), False),
+        "Gaussian(inf)": (lambda: GaussianDpEvent(float("inf")), False),
+        "self-composed x0": (lambda: SelfComposedDpEvent(g, 0), False),
+        "self-composed x-1": (lambda: SelfComposedDpEvent(g, -1), False),
+        "self-composed x2.5": (lambda: SelfComposedDpEvent(g, 2.5), False),
+        "self-composed xTrue": (lambda: SelfComposedDpEvent(g, True), False),
+        "self-composed x3": (lambda: SelfComposedDpEvent(g, 3), True),
+        "poisson q=0": (lambda: PoissonSampledDpEvent(0.0, g), False),
+        "poisson q=1.5": (lambda: PoissonSampledDpEvent(1.5, g), False),
+        "poisson q=nan": (lambda: PoissonSampledDpEvent(float("nan"), g), False),
+        "poisson q=0.01": (lambda: PoissonSampledDpEvent(0.01, g), True),
+        "sampled 10 of 5": (lambda: SampledWithoutReplacementDpEvent(5, 10, g), False),
+        "not an event": (lambda: "gaussian", False),
+        "unregistered event type": (lambda: _CustomEvent(), False),
+    }
+    for label, (make, ok) in events.items():
+
+        def call(make=make):
+            with tempfile.TemporaryDirectory() as tmp:
+                ledger = Budget(Path(tmp) / "l.db", 4.0, 1e-5)
+                ledger.spend(g, mechanism="fuzz")
+                before = ledger.spent()
+                try:
+                    ledger.spend(make(), mechanism="fuzz")
+                finally:
+                    assert ledger.spent() >= before, "a spend lowered the ledger's total"
+                    Budget(ledger.path).entries()  # the ledger must stay readable
+                return ledger
+
+        yield "ledger spend(event)", label, call, ok
+
+
+def _custom_event_class():
+    import attr
+    from dp_accounting.dp_event import DpEvent
+
+    @attr.define(frozen=True)
+    class FuzzCustomDpEvent(DpEvent):
+        """An event type the ledger does not know how to store."""
+
+        value: float = 1.0
+
+    return FuzzCustomDpEvent
+
+
+def _CustomEvent():  # noqa: N802 - reads as a constructor in the case table
+    return _custom_event_class()()
+
+
+def row_bound_cases():
+    """Declared row bounds from tiny to absurd, with clipping and normalization."""
+    for row_norm in ("clip", "normalize"):
+        for bound in (1e-300, 1e-8, 1.0, 1e4, 1e8, 1e9, 1e150, 1e300, float("inf"), 0.0, -1.0):
+
+            def call(row_norm=row_norm, bound=bound):
+                rng = np.random.default_rng(0)
+                X, y = rng.normal(size=(60, 4)), np.arange(60) % 2
+                model = DPLogisticRegression(
+                    epsilon=1.0, delta=1e-5, row_norm=row_norm, row_bound=bound, random_state=0
+                ).fit(X, y)
+                assert model.epsilon_ <= 1.0 and np.all(np.isfinite(model.coef_))
+                return model
+
+            covered = 0 < bound <= 1e8
+            yield f"row bound ({row_norm})", f"row_bound {bound:g}", call, covered
 
 
 def budget_cases():
@@ -152,9 +299,14 @@ def run(groups) -> tuple[dict, list]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--markdown", help="also write the table as markdown")
+    parser.add_argument("--only", help="run only entry points whose name starts with this")
     args = parser.parse_args()
     start = time.perf_counter()
-    table, notes = run([estimator_cases(), budget_cases(), sco_cases(), extra_cases()])
+    groups = [estimator_cases(), declared_classes_cases(), row_bound_cases(), budget_cases(),
+              ledger_cases(), sco_cases(), extra_cases()]  # fmt: skip
+    if args.only:
+        groups = [(c for group in groups for c in group if c[0].startswith(args.only))]
+    table, notes = run(groups)
     elapsed = time.perf_counter() - start
     lines = [
         f"`python benchmarks/fuzz_report.py` ({elapsed:.0f} s, "

@@ -61,8 +61,8 @@ def check_labels(y, classes: np.ndarray, *, declared: bool) -> None:
     outside = np.asarray(outside.compute() if is_dask_array(outside) else outside)
     shown = [_plain(v) for v in np.unique(outside)[:5]]
     hint = (
-        "declare the label set with classes=[...] (it must be chosen without looking at "
-        "the data: it is released with the model)"
+        "declare the label set with classes=[...] (command line: --classes a,b); choose it "
+        "without looking at the data: it is released with the model"
         if not declared
         else "remove those rows or add the labels to classes"
     )
