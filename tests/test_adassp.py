@@ -60,7 +60,7 @@ def test_refuses_rows_or_targets_outside_the_declared_bounds():
     kw = {"noise_multiplier": 1.0, "delta": 1e-5, "rng": np.random.default_rng(0)}
     with pytest.raises(ValueError, match="declared bound"):
         adassp(2 * X + 1, y, row_bound=1.0, y_bound=1.0, **kw)
-    with pytest.raises(ValueError, match="targets"):
+    with pytest.raises(ValueError, match="targets must be within"):
         adassp(X, 3 * y + 2, row_bound=1.0, y_bound=1.0, **kw)
     with pytest.raises(ValueError, match="one-dimensional"):
         adassp(X, y[:-1], row_bound=1.0, y_bound=1.0, **kw)

@@ -3,6 +3,7 @@
 from . import accounting
 from .budget import Budget, BudgetExceededError
 from .models import DPHuberRegressor, DPLinearRegression, DPLogisticRegression
+from .models.clipping import ClippingWarning
 from .tuning import PrivateRandomSearch
 
 __version__ = "0.1.0"
@@ -10,6 +11,7 @@ __version__ = "0.1.0"
 __all__ = [
     "Budget",
     "BudgetExceededError",
+    "ClippingWarning",
     "DPHuberRegressor",
     "DPLinearRegression",
     "DPLogisticRegression",

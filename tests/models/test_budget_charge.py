@@ -31,10 +31,10 @@ def test_refused_charge_trains_nothing(tmp_path, data, monkeypatch):
     ledger = Budget(tmp_path / "b.db", 1.5, 1e-5)
     DPLogisticRegression(epsilon=1.0, random_state=0, budget=ledger).fit(X, y)
     touched = []
-    import dpconvex.models.linear as linear
+    import dpconvex.plans.amp as amp_plan
 
-    real = linear.amp
-    monkeypatch.setattr(linear, "amp", lambda *a, **k: touched.append(1) or real(*a, **k))
+    real = amp_plan.amp
+    monkeypatch.setattr(amp_plan, "amp", lambda *a, **k: touched.append(1) or real(*a, **k))
     model = DPLogisticRegression(epsilon=1.0, random_state=0, budget=ledger)
     with pytest.raises(BudgetExceededError):
         model.fit(X, y)

@@ -33,7 +33,7 @@ import numpy as np
 from dp_accounting.dp_event import GaussianDpEvent, SelfComposedDpEvent
 
 from .. import _validation as v
-from ._checks import check_rows
+from .._arrays import row_norms
 from .release import Release
 
 #: failure probability of the ridge's noise bound; the paper's experiments use 0.05
@@ -45,9 +45,16 @@ def adassp_event(noise_multiplier: float):
     return SelfComposedDpEvent(GaussianDpEvent(noise_multiplier), 3)
 
 
-def _as_dense(a) -> np.ndarray:
-    a = a.compute() if hasattr(a, "compute") else a
-    return np.asarray(a.toarray() if hasattr(a, "toarray") else a, dtype=np.float64)
+def sufficient_statistics(X, y) -> tuple[np.ndarray, np.ndarray, float, float]:
+    """(X^T X, X^T y, max row norm, max |y|) of in-memory rows (numpy or scipy.sparse)."""
+    y = np.asarray(y, dtype=np.float64)
+    if y.ndim != 1 or y.shape[0] != X.shape[0]:
+        raise ValueError(f"y must be one-dimensional with {X.shape[0]} entries, got {y.shape}")
+    gram = X.T @ X
+    gram = np.asarray(gram.toarray() if hasattr(gram, "toarray") else gram, dtype=np.float64)
+    xty = np.asarray(X.T @ y, dtype=np.float64).reshape(X.shape[1])
+    norms = row_norms(X)
+    return gram, xty, float(norms.max(initial=0.0)), float(np.max(np.abs(y), initial=0.0))
 
 
 def adassp(
@@ -60,6 +67,7 @@ def adassp(
     delta: float,
     rng: np.random.Generator,
     rho: float = DEFAULT_RHO,
+    statistics: tuple | None = None,
 ) -> Release:
     """Release AdaSSP's ridge estimate (Wang 2018, Algorithm 2; Theorem 3 for privacy).
 
@@ -67,22 +75,26 @@ def adassp(
     caller clips). Each of the three releases adds Gaussian noise of ``noise_multiplier``
     times its sensitivity; priced by ``adassp_event(noise_multiplier)``. ``delta`` only
     sets the one-sided confidence shift of the eigenvalue release (as in the paper);
-    it is public. ``X`` may be numpy, scipy.sparse or a dask array (its Gram matrix is
-    d x d).
+    it is public. ``statistics`` — the output of :func:`sufficient_statistics`, computed
+    by any backend (e.g. chunk by chunk) — replaces ``X`` and ``y`` when given.
     """
     z = v.positive("noise_multiplier", noise_multiplier)
     y_bound = v.positive("y_bound", y_bound)
     delta = v.probability_open("delta", delta)
     rho = v.probability_open("rho", rho)
-    check_rows(X, row_bound)
-    y = np.asarray(y.compute() if hasattr(y, "compute") else y, dtype=np.float64)
-    if y.ndim != 1 or y.shape[0] != X.shape[0]:
-        raise ValueError(f"y must be one-dimensional with {X.shape[0]} entries, got {y.shape}")
-    if not np.all(np.isfinite(y)) or (y.size and np.max(np.abs(y)) > y_bound * (1 + 1e-12)):
-        raise ValueError(f"targets must be finite and within [-{y_bound}, {y_bound}]")
-    d = X.shape[1]
-    gram = _as_dense(X.T @ X)
-    xty = _as_dense(X.T @ y).reshape(d)
+    if not (math.isfinite(row_bound) and row_bound > 0):
+        raise ValueError(f"row_bound must be a finite number > 0, got {row_bound}")
+    gram, xty, max_norm, max_y = sufficient_statistics(X, y) if statistics is None else statistics
+    if not (np.all(np.isfinite(gram)) and np.all(np.isfinite(xty))):
+        raise ValueError("X or y contains NaN or infinity")
+    if max_norm > row_bound * (1 + 1e-9):
+        raise ValueError(
+            f"a row has norm {max_norm:.6g} above the declared bound {row_bound}; "
+            "the privacy analysis does not cover it"
+        )
+    if max_y > y_bound * (1 + 1e-12):
+        raise ValueError(f"targets must be within [-{y_bound}, {y_bound}], found |y| = {max_y:.6g}")
+    d = gram.shape[0]
     s_eig = z * row_bound**2
     s_gram = z * row_bound**2
     s_xty = z * row_bound * y_bound
@@ -98,7 +110,7 @@ def adassp(
     xty_private = xty + s_xty * rng.standard_normal(d)
     theta = np.linalg.pinv(gram_private + lam * np.eye(d), hermitian=True) @ xty_private
     info = {
-        "n_iter": 0,
+        "n_iter": 1,  # one closed-form solve
         "noise_multiplier": z,
         "ridge": lam,
         "lambda_min_private": lam_min_private,

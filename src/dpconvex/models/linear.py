@@ -29,11 +29,11 @@ rate q = batch_size / n, as in every DP-SGD implementation).
 
 from __future__ import annotations
 
-import math
 from numbers import Integral, Real
+from types import MappingProxyType
 
 import numpy as np
-from dp_accounting.dp_event import ComposedDpEvent, GaussianDpEvent, SelfComposedDpEvent
+from dp_accounting.dp_event import ComposedDpEvent, SelfComposedDpEvent
 from scipy.special import expit
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
@@ -41,38 +41,19 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .. import _validation as v
+from .._arrays import row_norms
 from .._random import make_rng
-from ..accounting import (
-    MAX_EPSILON,
-    MIN_EPSILON,
-    PrivacyAccountant,
-    amp_parameters,
-    dpsgd_event,
-    dpsgd_noise_multiplier,
-    gaussian_noise_multiplier,
-    gaussian_sigma,
-    pld_grid,
-)
+from ..accounting import MAX_EPSILON, MIN_EPSILON, PrivacyAccountant, pld_grid
 from ..losses import HuberLoss, LogisticLoss, SquaredLoss
-from ..mechanisms import (
-    add_intercept,
-    amp,
-    design_bound,
-    dpgd,
-    dpgd_event,
-    dpsgd,
-    output_perturbation,
-    output_sensitivity,
-    steps_for_epochs,
-    transform_rows,
-)
+from ..mechanisms import add_intercept, design_bound, transform_rows
 from ..optim import SOLVERS
+from ..plans import PLANS, Plan, PlanInputs
 from ..scale.objective import is_dask_array
 from .charge import charge
+from .clipping import warn_if_clipped
 from .labels import check_labels, declared_classes
 
 METHODS = ("amp", "output", "dpsgd", "dpgd")
-DEFAULT_LEARNING_RATE = {"adam": 0.02, "sgd": 0.5}
 #: largest declared row norm (and intercept scaling) the estimators accept
 MAX_ROW_BOUND = 1e8
 
@@ -140,19 +121,27 @@ class _DPLinearModel(BaseEstimator):
         return min(bound, self._loss().derivative_bound * bound)
 
     # -- fitting -----------------------------------------------------------------
-    def _plan(self, n: int, n_features: int, k: int):
-        """Calibrate for n rows, n_features columns and K problems, from public shapes only.
-
-        Returns (mechanism parameters, the mechanism call, the event of one problem).
-        """
+    def _plan(self, n: int, n_features: int, k: int) -> Plan:
+        """The calibrated plan for n rows, n_features columns and K problems (public shapes)."""
         v.positive("epsilon", self.epsilon)
         v.probability_open("delta", self.delta)
         bound = design_bound(
             self.row_norm, self.row_bound, self.fit_intercept, self.intercept_scaling
         )
         clip = self._default_clip(bound) if self.clip is None else float(self.clip)
-        d = n_features + int(bool(self.fit_intercept))
-        return self._calibrate(self._loss(), clip, bound, n, d, k)
+        inputs = PlanInputs(
+            epsilon=float(self.epsilon),
+            delta=float(self.delta),
+            accounting=self.accounting,
+            loss=self._loss(),
+            n=n,
+            d=n_features + int(bool(self.fit_intercept)),
+            k=k,
+            row_bound=bound,
+            clip=clip,
+            settings=MappingProxyType(self.get_params(deep=False)),
+        )
+        return PLANS[self.method](inputs)
 
     def _n_problems(self) -> int:
         """Binary problems of one fit: 1, or K one-vs-rest problems for K > 2 declared classes."""
@@ -171,18 +160,20 @@ class _DPLinearModel(BaseEstimator):
         n_samples = v.positive_int("n_samples", n_samples)
         n_features = v.positive_int("n_features", n_features)
         k = self._n_problems()
-        event = self._plan(n_samples, n_features, k)[2]
-        return _composed([event] * k)
+        return _composed([self._plan(n_samples, n_features, k).event] * k)
 
     def _fit_problems(self, X, targets: list[np.ndarray]):
         """Run the mechanism once per target vector; return (thetas, events, n_iters)."""
         k = len(targets)
-        params, run, planned = self._plan(X.shape[0], X.shape[1], k)
+        plan = self._plan(X.shape[0], X.shape[1], k)
+        params, run, planned = plan.params, plan.run, plan.event
         if is_dask_array(X):  # out of core: the row policy is applied chunk by chunk
             from ..scale.fit import dask_runner
 
             run, Xt = dask_runner(self, params), X
         else:
+            if self.row_norm == "clip":
+                warn_if_clipped(row_norms(X), self.row_bound, what="rows", setting="row_bound")
             Xt = transform_rows(X, self.row_norm, self.row_bound)
             if self.fit_intercept:
                 Xt = add_intercept(Xt, self.intercept_scaling)
@@ -205,147 +196,6 @@ class _DPLinearModel(BaseEstimator):
             [r.event for r in releases],
             np.array([r.info["n_iter"] for r in releases]),
         )
-
-    def _calibrate(self, loss, clip: float, bound: float, n: int, d: int, k: int):
-        """Privacy parameters for K compositions, the mechanism call, and its event."""
-        eps, delta = float(self.epsilon), float(self.delta)
-        common = {"row_bound": bound}
-        if self.method == "amp":
-            beta = loss.curvature * bound**2
-            lipschitz = min(clip, loss.derivative_bound * bound)
-            cal = amp_parameters(
-                eps,
-                delta,
-                accounting=self.accounting,
-                beta=beta,
-                lipschitz=lipschitz,
-                tau=self.tau,
-                sigma_out=self.sigma_out,
-                noise_factor=self.noise_factor,
-                lam=self.lam,
-                compositions=k,
-            )
-            params = {
-                "sigma": cal.sigma,
-                "lam": cal.lam,
-                "beta": beta,
-                "clip": clip,
-                "tau": self.tau,
-                "sigma_out": self.sigma_out,
-            }
-
-            def run(X, y, rng):
-                return amp(
-                    X,
-                    y,
-                    loss,
-                    lam=cal.lam,
-                    sigma=cal.sigma,
-                    tau=self.tau,
-                    sigma_out=self.sigma_out,
-                    clip=clip,
-                    rng=rng,
-                    solver=self.solver,
-                    max_iter=self.max_iter,
-                    **common,
-                )
-
-            return params, run, cal.event
-        if self.method == "output":
-            lipschitz = min(clip, loss.derivative_bound * bound)
-            gauss = gaussian_sigma(eps, delta, math.sqrt(k))  # K-fold Gaussian, unit sensitivity
-            # default lam: expected norm of the output noise about 1 (d is public)
-            lam = (
-                self.lam
-                if self.lam is not None
-                else math.sqrt(d) * gauss * (lipschitz + 2 * self.tau)
-            )
-            # calibrated with the accountant that reports the spend (not the analytic value)
-            z = gaussian_noise_multiplier(eps, delta, k, accounting=self.accounting)
-            sigma = z * output_sensitivity(lipschitz, lam, self.tau)
-            params = {"sigma": sigma, "lam": lam, "clip": clip, "tau": self.tau}
-
-            def run(X, y, rng):
-                return output_perturbation(
-                    X,
-                    y,
-                    loss,
-                    lam=lam,
-                    sigma=sigma,
-                    tau=self.tau,
-                    clip=clip,
-                    rng=rng,
-                    solver=self.solver,
-                    max_iter=self.max_iter,
-                    **common,
-                )
-
-            return (
-                params,
-                run,
-                GaussianDpEvent(sigma / output_sensitivity(lipschitz, lam, self.tau)),
-            )
-        lr = self.learning_rate or DEFAULT_LEARNING_RATE[self.optimizer]
-        lam = 0.0 if self.lam is None else float(self.lam)
-        if self.method == "dpsgd":
-            q = min(1.0, self.batch_size / n)
-            steps = steps_for_epochs(self.epochs, q)
-            z = dpsgd_noise_multiplier(
-                eps, delta, q, steps * k, accounting=self.accounting, rtol=1e-4
-            )
-            params = {
-                "noise_multiplier": z,
-                "sampling_rate": q,
-                "steps": steps,
-                "clip": clip,
-                "learning_rate": lr,
-                "lam": lam,
-            }
-
-            def run(X, y, rng):
-                return dpsgd(
-                    X,
-                    y,
-                    loss,
-                    noise_multiplier=z,
-                    clip=clip,
-                    sampling_rate=q,
-                    steps=steps,
-                    learning_rate=lr,
-                    optimizer=self.optimizer,
-                    lam=lam,
-                    rng=rng,
-                    **common,
-                )
-
-            return params, run, dpsgd_event(z, q, steps)
-        steps = int(self.epochs)
-        # steps*K Gaussian steps, calibrated by the accountant that reports them
-        z = gaussian_noise_multiplier(eps, delta, steps * k, accounting=self.accounting)
-        params = {
-            "noise_multiplier": z,
-            "steps": steps,
-            "clip": clip,
-            "learning_rate": lr,
-            "lam": lam,
-        }
-
-        def run(X, y, rng):
-            return dpgd(
-                X,
-                y,
-                loss,
-                noise_multiplier=z,
-                clip=clip,
-                steps=steps,
-                learning_rate=lr,
-                optimizer=self.optimizer,
-                lam=lam,
-                rng=rng,
-                **common,
-            )
-
-        return params, run, dpgd_event(z, steps)
 
     def _set_privacy(self, events) -> None:
         self.dp_event_ = _composed(events)
@@ -550,6 +400,8 @@ class _DPRegressor(RegressorMixin, _DPLinearModel):
         X, y = self._validated(X, y, y_numeric=True)
         scale = float(self.y_bound)
         y = y.astype(np.float64) if is_dask_array(y) else np.asarray(y, dtype=np.float64)
+        if not is_dask_array(y):  # the count goes to the data owner, not into the model
+            warn_if_clipped(y, scale, what="targets", setting="y_bound")
         target = np.clip(y, -scale, scale) / scale  # stays lazy for dask labels
         theta, events, n_iter = self._fit_problems(X, [target])
         coef, intercept = self._split_theta(theta, scale)
@@ -579,11 +431,21 @@ _REGRESSOR_DOC = """
 
 
 class DPLinearRegression(_DPRegressor):
-    __doc__ = (
-        """(epsilon, delta)-DP least squares with clipped gradients.
+    _parameter_constraints: dict = {
+        **_DPRegressor._parameter_constraints,
+        "method": [StrOptions({*METHODS, "adassp"})],
+    }
 
-    The squared loss clipped at C is exactly a Huber loss with threshold C/||x||
-    (spec/objpert.md §5.3); its curvature bound is 1, so beta = R^2.
+    __doc__ = (
+        """(epsilon, delta)-DP least squares.
+
+    ``method="adassp"`` (default): sufficient-statistics perturbation with an adaptive
+    ridge (Wang 2018, AdaSSP): noisy X^T X and X^T y and a private estimate of the
+    smallest eigenvalue, priced together as three Gaussian mechanisms; no solver, no
+    tuning, and the noise vanishes as epsilon grows. ``"amp"``, ``"output"``, ``"dpgd"``
+    and ``"dpsgd"`` minimize the squared loss with clipped gradients instead; clipped at
+    C it is exactly a Huber loss with threshold C/||x|| (spec/objpert.md §5.3), of
+    curvature bound 1, so beta = R^2.
     """
         + _REGRESSOR_DOC
     )
@@ -592,7 +454,7 @@ class DPLinearRegression(_DPRegressor):
         self,
         epsilon=1.0,
         delta=1e-5,
-        method="amp",
+        method="adassp",
         *,
         y_bound=1.0,
         accounting="pld",

@@ -7,7 +7,7 @@ import numpy as np
 from .mechanisms import amp_dask, dpgd_dask, output_perturbation_dask
 from .objective import is_dask_array, prepare_chunk
 
-DASK_METHODS = ("amp", "output", "dpgd")
+DASK_METHODS = ("amp", "output", "dpgd", "adassp")
 
 
 def check_dask_inputs(X, y):
@@ -48,6 +48,20 @@ def dask_runner(est, params: dict):
     }
 
     def run(X, y, rng):
+        if est.method == "adassp":
+            from ..mechanisms.adassp import adassp
+
+            stats = dask_sufficient_statistics(X, y, rows)
+            return adassp(
+                None,
+                None,
+                noise_multiplier=params["noise_multiplier"],
+                row_bound=params["row_bound"],
+                y_bound=params["y_bound"],
+                delta=float(est.delta),
+                rng=rng,
+                statistics=stats,
+            )
         if est.method == "amp":
             return amp_dask(
                 X,
@@ -92,6 +106,29 @@ def dask_runner(est, params: dict):
         )
 
     return run
+
+
+def dask_sufficient_statistics(X, y, rows: dict):
+    """AdaSSP's (X^T X, X^T y, max row norm, max |y|) of the transformed rows, chunk by chunk."""
+    import dask
+    from dask.delayed import delayed
+
+    from ..mechanisms.adassp import sufficient_statistics
+
+    def chunk(xb, yb):
+        return sufficient_statistics(prepare_chunk(xb, **rows), np.asarray(yb, dtype=np.float64))
+
+    parts = [
+        delayed(chunk)(xb, yb)
+        for xb, yb in zip(X.to_delayed().ravel(), y.to_delayed().ravel(), strict=True)
+    ]
+    parts = dask.compute(*parts)
+    return (
+        sum(p[0] for p in parts),
+        sum(p[1] for p in parts),
+        max(p[2] for p in parts),
+        max(p[3] for p in parts),
+    )
 
 
 def linear_scores(est, X):

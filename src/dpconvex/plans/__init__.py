@@ -1,0 +1,17 @@
+"""Ways of fitting a private linear model, one plan per module; the estimators dispatch here.
+
+Adding a method: write a :class:`Plan` subclass in its own module and register it in
+``PLANS``.
+"""
+
+from .adassp import AdasspPlan
+from .amp import AmpPlan
+from .base import Plan, PlanInputs
+from .gradient import DEFAULT_LEARNING_RATE, DpgdPlan, DpsgdPlan
+from .output import OutputPlan
+
+PLANS: dict[str, type[Plan]] = {
+    p.name: p for p in (AmpPlan, OutputPlan, DpsgdPlan, DpgdPlan, AdasspPlan)
+}
+
+__all__ = ["DEFAULT_LEARNING_RATE", "PLANS", "Plan", "PlanInputs"]
