@@ -111,6 +111,23 @@ def _delta_of(event, epsilon: float, accounting: str, orders=None, h: float = 1e
     return accountant.compose(event).get_delta(epsilon)
 
 
+def _check_rdp_can_reach(epsilon: float, delta: float, orders=None) -> None:
+    """Refuse at once a target that RDP accounting cannot certify with any noise.
+
+    Converting RDP to (epsilon, delta) costs at least the conversion term at the largest
+    order even when the Renyi divergences vanish; a mechanism with (almost) no privacy
+    loss, a Gaussian of noise multiplier 1e8, shows that floor. Below it no noise
+    multiplier meets the target, and the search would otherwise grow the noise without
+    end (minutes inside dp_accounting's series) before failing.
+    """
+    if _delta_of(GaussianDpEvent(1e8), epsilon, "rdp", orders) > delta:
+        raise CalibrationError(
+            f"RDP accounting cannot certify epsilon={epsilon:g} at delta={delta:g} with any "
+            "noise (its conversion to (epsilon, delta) alone costs more); use PLD accounting "
+            "or a larger epsilon"
+        )
+
+
 def _clt_noise_multiplier(epsilon: float, delta: float, q: float, steps: int) -> float:
     """Starting guess: the noise whose mu-GDP central-limit approximation meets (eps, delta).
 
@@ -153,6 +170,8 @@ def dpsgd_noise_multiplier(
         return event if tuning_mu is None else tuned_event(event, tuning_mu, tuning_shape)
 
     make(1.0)  # validate the other arguments before searching
+    if accounting == "rdp" or tuning_mu is not None:
+        _check_rdp_can_reach(epsilon, delta, orders)
     guess = _clt_noise_multiplier(epsilon, delta, sampling_rate, steps)
     fine = pld_grid(epsilon)
 

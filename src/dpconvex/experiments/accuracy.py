@@ -36,6 +36,7 @@ from ..accounting import dpsgd_noise_multiplier
 from ..datasets import LOADERS, find_gisette, load_gisette
 from ..mechanisms import add_intercept, dpsgd_runs, steps_for_epochs, transform_rows
 from ..models import DPLogisticRegression
+from ..plans.amp import PAPER_SETTINGS
 
 EPSILONS = (0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0)
 DELTA = 1e-5
@@ -99,7 +100,11 @@ def _job(name: str, eps: float, trials: int, seed: int, epochs: int, lrs: int, m
             rng = np.random.default_rng(trial_seed)
             for method, accounting in (("alg1", "rdp"), ("alg1_pld", "pld")):
                 model = DPLogisticRegression(
-                    epsilon=eps, delta=DELTA, accounting=accounting, random_state=rng.spawn(1)[0]
+                    epsilon=eps,
+                    delta=DELTA,
+                    accounting=accounting,
+                    random_state=rng.spawn(1)[0],
+                    **PAPER_SETTINGS,
                 )
                 model.fit(X_train, y_train)
                 results[method].append(float(model.score(X_test, y_test)))

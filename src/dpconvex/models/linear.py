@@ -71,8 +71,8 @@ _COMMON_CONSTRAINTS = {
     "row_bound": [Interval(Real, 0, MAX_ROW_BOUND, closed="right")],
     "clip": [None, *_positive],
     "lam": [None, *_positive],
-    "tau": _positive,
-    "sigma_out": _positive,
+    "tau": [None, *_positive],
+    "sigma_out": [None, *_positive],
     "noise_factor": _positive,
     "solver": [StrOptions(set(SOLVERS))],
     "max_iter": [Interval(Integral, 1, None, closed="left")],
@@ -265,10 +265,12 @@ class DPLogisticRegression(ClassifierMixin, _DPLinearModel):
         plus a bias), which leaves the logistic loss unclipped.
     lam : regularization; default: the paper's rule (amp), a noise-scale rule (output),
         0 (dpsgd, dpgd).
-    tau, sigma_out, noise_factor : AMP's certificate, output noise and the f of the lam rule.
-        The output step costs privacy through 2 tau / (lam sigma_out) only: a smaller tau
-        with a proportionally smaller sigma_out costs the same and perturbs less (the
-        solver then works harder). The defaults are the paper's classifier settings.
+    tau, sigma_out, noise_factor : AMP's certificate (the solver must reach ||grad|| <= tau),
+        output noise, and the f of the lam rule. The output step costs privacy through
+        2 tau / (lam sigma_out) only, so by default tau is tiny (1e-12 n L, which the
+        solver reaches in float64) and sigma_out tiny with it, taking 1e-4 of the budget:
+        no noise floor as epsilon grows. Output perturbation uses tau (default 1e-12 n L)
+        too. The paper's settings are tau=0.01, sigma_out=0.15, noise_factor=1.3.
     solver, max_iter : AMP / output-perturbation solver ("auto", "lbfgs", "newton", "svrg").
     epochs, batch_size, learning_rate, optimizer : DP-SGD / DP-GD settings
         (learning_rate default 0.02 for Adam, 0.5 for SGD).
@@ -297,8 +299,8 @@ class DPLogisticRegression(ClassifierMixin, _DPLinearModel):
         row_bound=1.0,
         clip=None,
         lam=None,
-        tau=0.01,
-        sigma_out=0.15,
+        tau=None,
+        sigma_out=None,
         noise_factor=1.3,
         solver="auto",
         max_iter=1000,
@@ -464,8 +466,8 @@ class DPLinearRegression(_DPRegressor):
         row_bound=1.0,
         clip=None,
         lam=None,
-        tau=0.01,
-        sigma_out=0.15,
+        tau=None,
+        sigma_out=None,
         noise_factor=1.3,
         solver="auto",
         max_iter=1000,
@@ -533,8 +535,8 @@ class DPHuberRegressor(_DPRegressor):
         row_bound=1.0,
         clip=None,
         lam=None,
-        tau=0.01,
-        sigma_out=0.15,
+        tau=None,
+        sigma_out=None,
         noise_factor=1.3,
         solver="auto",
         max_iter=1000,

@@ -52,9 +52,7 @@ from .runs import sample_number_of_runs
 
 #: hyperparameters of dpconvex estimators that do not change their privacy cost
 PRIVACY_FREE_PARAMS = frozenset({"solver", "max_iter", "learning_rate", "optimizer"})
-_RESERVED = frozenset(
-    {"epsilon", "delta", "random_state", "accounting", "classes", "budget"}
-)
+_RESERVED = frozenset({"epsilon", "delta", "random_state", "accounting", "classes", "budget"})
 
 
 def _is_distribution(value) -> bool:
