@@ -1,7 +1,7 @@
 """dpconvex: differentially private convex learning with tight, cited, tested accounting."""
 
 from . import accounting
-from .budget import Budget, BudgetExceededError
+from .budget import Budget, BudgetExceededError, LedgerError, LedgerTamperedError
 from .models import DPHuberRegressor, DPLinearRegression, DPLogisticRegression
 from .models.clipping import ClippingWarning
 from .tuning import PrivateRandomSearch
@@ -15,6 +15,8 @@ __all__ = [
     "DPHuberRegressor",
     "DPLinearRegression",
     "DPLogisticRegression",
+    "LedgerError",
+    "LedgerTamperedError",
     "PrivateRandomSearch",
     "__version__",
     "accounting",

@@ -34,7 +34,7 @@ from .accounting import (
     objpert_rdp,
     tuned_event,
 )
-from .budget import BudgetExceededError
+from .budget import BudgetExceededError, LedgerError
 
 
 def _emit(result: dict, as_json: bool) -> None:
@@ -550,10 +550,13 @@ def budget_show(path, as_json):
     ledger = Budget(path)
     entries = ledger.entries()
     spent = ledger.spent()
+    acknowledged = ledger.acknowledgments()
     if as_json:
         click.echo(
             json.dumps(
                 {
+                    "tampering": ledger.tampering,
+                    "acknowledged": [{"time": t, "finding": f} for t, f in acknowledged],
                     "epsilon_budget": ledger.epsilon,
                     "delta": ledger.delta,
                     "epsilon_spent": spent,
@@ -584,6 +587,30 @@ def budget_show(path, as_json):
         click.echo(
             f"  #{e.id} {stamp} UTC  {e.mechanism}  {e.label}  (total after: {e.epsilon_after:.6g})"
         )
+    for when, finding in acknowledged:
+        stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(when))
+        click.echo(f"  acknowledged {stamp} UTC: {finding}")
+    if ledger.tampering:
+        click.echo(
+            f"WARNING: the ledger was altered: {ledger.tampering}. Spending is refused until "
+            f"you run `dpconvex budget acknowledge {path}`.",
+            err=True,
+        )
+
+
+@budget_group.command("acknowledge")
+@click.argument("path", type=click.Path(exists=True, dir_okay=False))
+def budget_acknowledge(path):
+    """Accept an altered ledger at PATH as it now stands, so that spending can resume.
+
+    Run this only after checking what `dpconvex budget show` reports: spends whose
+    entries were deleted no longer count against the budget. The finding is kept in
+    the ledger and listed by `show`.
+    """
+    from .budget import Budget
+
+    finding = Budget(path).acknowledge_tampering()
+    click.echo(f"acknowledged: {finding}" if finding else f"{path} is intact; nothing to do")
 
 
 AUDIT_MARKERS = ("<!-- audit-table:start -->", "<!-- audit-table:end -->")
@@ -774,7 +801,13 @@ def main(argv: list[str] | None = None) -> None:
     except click.ClickException as exc:
         click.echo(f"dpconvex: error: {exc.format_message()}", err=True)
         sys.exit(2)
-    except (ValueError, UnsupportedEventError, OverflowError, BudgetExceededError) as exc:
+    except (
+        ValueError,
+        UnsupportedEventError,
+        OverflowError,
+        BudgetExceededError,
+        LedgerError,
+    ) as exc:
         message = " ".join(str(exc).split())
         click.echo(f"dpconvex: error: {message}", err=True)
         sys.exit(2)

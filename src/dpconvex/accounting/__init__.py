@@ -33,6 +33,7 @@ from .conversions import (
     epsilon_from_rdp,
     epsilon_from_rdp_curve,
 )
+from .event_checks import validate_event
 from .events import (
     AmpDpEvent,
     ComposedDpEvent,
@@ -109,4 +110,5 @@ __all__ = [
     "pld_grid",
     "smallest_epsilon",
     "tuned_event",
+    "validate_event",
 ]

@@ -24,6 +24,7 @@ from dp_accounting.rdp import rdp_privacy_accountant
 from .. import _validation as v
 from . import pld as _pld
 from .conversions import CONVERSIONS, delta_from_rdp, epsilon_from_rdp
+from .event_checks import validate_event
 from .events import AmpDpEvent, ObjectivePerturbationDpEvent, RandomChoiceDpEvent
 from .objpert import amp_rdp, objpert_rdp
 
@@ -234,8 +235,7 @@ class PrivacyAccountant:
     # -- composition ---------------------------------------------------------
     def compose(self, event: dp_event.DpEvent, count: int = 1) -> PrivacyAccountant:
         """Add ``count`` adaptive compositions of ``event``; returns ``self``."""
-        if not isinstance(event, dp_event.DpEvent):
-            raise TypeError(f"event must be a DpEvent, got {type(event).__name__}")
+        validate_event(event)  # nonsense counts or noise are refused, never priced
         count = v.positive_int("count", count)
         candidate = event if count == 1 else dp_event.SelfComposedDpEvent(event, count)
         ledger = dp_event.ComposedDpEvent([*self._events, candidate])
@@ -310,8 +310,16 @@ class PrivacyAccountant:
         """Epsilon of the composition at ``delta`` (an upper bound)."""
         delta = v.probability_open("delta", delta)
         if self.accounting_used == "pld":
-            return float(self._pld().get_epsilon(delta))
+            epsilon = float(self._pld().get_epsilon(delta))
+            if self.accounting == "auto" and epsilon == np.inf and self._rdp_supported():
+                # delta below the PLD's truncated tails (~1e-16): both are upper bounds,
+                # so the finite RDP conversion is as valid and far more useful
+                return self._rdp_convert(epsilon_from_rdp, delta)
+            return epsilon
         return self._rdp_convert(epsilon_from_rdp, delta)
+
+    def _rdp_supported(self) -> bool:
+        return RdpAccountant(self._orders).supports(self.ledger)
 
     def get_delta(self, epsilon: float) -> float:
         """Delta of the composition at ``epsilon`` (an upper bound)."""
