@@ -239,8 +239,8 @@ def _size(size) -> tuple[int, tuple]:
 def discrete_laplace(scale, size=None, rng: np.random.Generator | None = None):
     """Exact draws of the discrete Laplace distribution on Z (CKS 2020, Algorithm 2).
 
-    P[X = x] = (e^(1/scale) - 1) / (e^(1/scale) + 1) * exp(-|x| / scale) (CKS
-    Def. 28), the two-sided geometric distribution. ``scale`` > 0 is an int, a
+    P[X = x] = (e^(1/scale) - 1) / (e^(1/scale) + 1) * exp(-|x| / scale) (the law
+    CKS Alg. 2 samples), the two-sided geometric distribution. ``scale`` > 0 is an int, a
     Fraction or a float (used exactly as the rational it is). Returns int64 draws
     (a Python int if ``size`` is None).
     """
@@ -293,8 +293,8 @@ def discrete_gaussian(sigma, size=None, rng: np.random.Generator | None = None):
         raise ValueError("rng (a numpy Generator) is required")
     sigma_sq = _rational("sigma", sigma) ** 2
     n, shape = _size(size)
-    # both rejection steps together keep a constant fraction of the candidates (CKS
-    # Sec. 5); a first batch of 2.5 n usually suffices, the rest is topped up
+    # both rejection steps together keep a constant fraction of the candidates (CKS's
+    # analysis of Alg. 3); a first batch of 2.5 n usually suffices, the rest is topped up
     out = _fill(lambda m: _discrete_gaussian_batch(sigma_sq, m, rng), n, int(2.5 * n) + 16)
     out = _to_int64(out)
     return int(out[0]) if size is None else out.reshape(shape)
@@ -460,7 +460,7 @@ def mitigated_laplace_release(
         grid: a power of two; default :func:`default_grid` (l1), g d <= 1e-3 Delta_1.
 
     Privacy: pure epsilon-DP with epsilon = (Delta_1 + g d) / b (the discrete
-    Laplace ratio bound, CKS 2020 Def. 28 / Alg. 2 law), priced by
+    Laplace ratio bound |(|x - w| - |x|)| <= |w| per coordinate), priced by
     :func:`laplace_release_event`.
     """
     value, sensitivity, d, grid = _resolve(value, sensitivity, grid, "l1")

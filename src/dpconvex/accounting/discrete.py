@@ -36,7 +36,7 @@ Gaussian for Differential Privacy", arXiv 2004.00010; CKS):
   so borrowing the continuous pair is not provably safe. "auto" accounting then
   uses RDP, which is exact in form for every d.
 
-Discrete Laplace, P[X = x] proportional to e^(-|x|/b) (CKS Def. 28):
+Discrete Laplace, P[X = x] proportional to e^(-|x|/b) (the law of CKS Alg. 2):
 
 * Pure epsilon-DP with epsilon = floor(Delta) / b, since
   |(|x - w| - |x|)| <= |w| coordinatewise.
@@ -48,8 +48,8 @@ Discrete Laplace, P[X = x] proportional to e^(-|x|/b) (CKS Def. 28):
 * otherwise: the randomized-response pair with epsilon (loss +epsilon w.p.
   e^eps / (1 + e^eps), -epsilon otherwise), of which every epsilon-DP pair is a
   post-processing (Kairouz, Oh & Viswanath 2015, "The composition theorem for
-  differential privacy", Thm 2.5; the pair dp_accounting's
-  ``from_privacy_parameters`` uses); RDP by data processing (van Erven & Harremoes
+  differential privacy": binary randomized response is the worst case; it is the
+  pair dp_accounting's ``from_privacy_parameters`` uses); RDP by data processing (van Erven & Harremoes
   2014, Thm 9): (1/(alpha-1)) log((e^(alpha eps) + e^((1-alpha) eps)) / (1 + e^eps)).
 * Not dp_accounting's continuous ``LaplaceDpEvent``: at the same epsilon the
   discrete law puts mass 1/(1 + e^(-1/b)) > 1/2 on the largest loss, e.g. b = k = 1
