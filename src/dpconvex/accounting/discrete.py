@@ -50,7 +50,8 @@ Discrete Laplace, P[X = x] proportional to e^(-|x|/b) (the law of CKS Alg. 2):
   post-processing (Kairouz, Oh & Viswanath 2015, "The composition theorem for
   differential privacy": binary randomized response is the worst case; it is the
   pair dp_accounting's ``from_privacy_parameters`` uses); RDP by data processing
-  (van Erven & Harremoes 2014, Thm 9): (1/(alpha-1)) log((e^(alpha eps) + e^((1-alpha) eps)) / (1 + e^eps)).
+  (van Erven & Harremoes 2014, Thm 9):
+  (1/(alpha-1)) log((e^(alpha eps) + e^((1-alpha) eps)) / (1 + e^eps)).
 * Not dp_accounting's continuous ``LaplaceDpEvent``: at the same epsilon the
   discrete law puts mass 1/(1 + e^(-1/b)) > 1/2 on the largest loss, e.g. b = k = 1
   gives TV 0.462 against the continuous Laplace's 1 - e^(-1/2) = 0.393.
