@@ -13,7 +13,7 @@ from dpconvex.accounting import (
     register_rdp,
 )
 from dpconvex.accounting import pld as our_pld
-from dpconvex.accounting.accountants import PLD_RULES, RDP_RULES
+from dpconvex.accounting.accountants import PLD_CHECKS, PLD_RULES, RDP_RULES
 
 
 @attr.s(frozen=True, slots=True, auto_attribs=True)
@@ -48,3 +48,25 @@ def test_unregistered_event_is_refused():
     with pytest.raises(Exception, match="not support"):
         PrivacyAccountant().compose(_ToyGaussianEvent(2.0))
     assert np.isfinite(PrivacyAccountant().compose(GaussianDpEvent(2.0)).get_epsilon(1e-5))
+
+
+def test_pld_check_refuses_some_instances_and_auto_falls_back_to_rdp():
+    @attr.s(frozen=True, slots=True, auto_attribs=True)
+    class _Picky(DpEvent):
+        sigma: float
+
+    register_rdp(_Picky, lambda e, orders: orders / (2 * e.sigma**2))
+    register_pld(
+        _Picky,
+        lambda e, h: our_pld.gaussian_loss_pmf(1.0, e.sigma, h),
+        check=lambda e: None if e.sigma >= 1 else "too little noise for this PLD rule",
+    )
+    try:
+        assert PrivacyAccountant().compose(_Picky(2.0)).accounting_used == "pld"
+        assert PrivacyAccountant().compose(_Picky(0.5)).accounting_used == "rdp"
+        with pytest.raises(Exception, match="too little noise"):
+            PrivacyAccountant("pld").compose(_Picky(0.5))
+    finally:
+        RDP_RULES.pop(_Picky)
+        PLD_RULES.pop(_Picky)
+        PLD_CHECKS.pop(_Picky)

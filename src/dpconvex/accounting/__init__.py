@@ -33,10 +33,19 @@ from .conversions import (
     epsilon_from_rdp,
     epsilon_from_rdp_curve,
 )
+from .discrete import (
+    discrete_gaussian_loss_pmf,
+    discrete_gaussian_rdp,
+    discrete_laplace_epsilon,
+    discrete_laplace_loss_pmf,
+    discrete_laplace_rdp,
+)
 from .event_checks import validate_event
 from .events import (
     AmpDpEvent,
     ComposedDpEvent,
+    DiscreteGaussianDpEvent,
+    DiscreteLaplaceDpEvent,
     GaussianDpEvent,
     ObjectivePerturbationDpEvent,
     PoissonSampledDpEvent,
@@ -70,6 +79,8 @@ __all__ = [
     "AmpDpEvent",
     "CalibrationError",
     "ComposedDpEvent",
+    "DiscreteGaussianDpEvent",
+    "DiscreteLaplaceDpEvent",
     "DominatingPair",
     "GaussianDpEvent",
     "ObjectivePerturbationDpEvent",
@@ -87,6 +98,11 @@ __all__ = [
     "check_epsilon",
     "delta_from_rdp",
     "delta_from_rdp_curve",
+    "discrete_gaussian_loss_pmf",
+    "discrete_gaussian_rdp",
+    "discrete_laplace_epsilon",
+    "discrete_laplace_loss_pmf",
+    "discrete_laplace_rdp",
     "dpsgd_event",
     "dpsgd_noise_multiplier",
     "epsilon_from_rdp",

@@ -55,6 +55,10 @@ ACCOUNTINGS = ("auto", "pld", "rdp")
 # neighbours and cite the theorem they implement.
 RDP_RULES: dict[type, Callable[[dp_event.DpEvent, np.ndarray], np.ndarray]] = {}
 PLD_RULES: dict[type, Callable[[dp_event.DpEvent, float], _pld.LossPmf]] = {}
+# Optional per-instance refusals: ``check(event)`` returns None when the PLD rule
+# covers the event, else the reason it does not (the PLD accountant then refuses
+# the event, and "auto" accounting falls back to RDP).
+PLD_CHECKS: dict[type, Callable[[dp_event.DpEvent], str | None]] = {}
 
 
 def register_rdp(event_type: type, rule: Callable) -> None:
@@ -62,9 +66,22 @@ def register_rdp(event_type: type, rule: Callable) -> None:
     RDP_RULES[event_type] = rule
 
 
-def register_pld(event_type: type, rule: Callable) -> None:
-    """Let :class:`PLDAccountant` price ``event_type`` with ``rule(event, h) -> LossPmf``."""
+def register_pld(event_type: type, rule: Callable, check: Callable | None = None) -> None:
+    """Let :class:`PLDAccountant` price ``event_type`` with ``rule(event, h) -> LossPmf``.
+
+    ``check(event)``, if given, returns None for the instances ``rule`` covers and
+    otherwise a message saying why not; those instances are refused by PLD.
+    """
     PLD_RULES[event_type] = rule
+    if check is None:
+        PLD_CHECKS.pop(event_type, None)
+    else:
+        PLD_CHECKS[event_type] = check
+
+
+def _pld_refusal(event: dp_event.DpEvent) -> str | None:
+    check = PLD_CHECKS.get(type(event))
+    return None if check is None else check(event)
 
 
 def _our_rdp(event: dp_event.DpEvent, orders: np.ndarray) -> np.ndarray | None:
@@ -180,6 +197,9 @@ class PLDAccountant(pld_privacy_accountant.PLDAccountant):
         if _ours_pld(inner):
             if self.neighboring_relation is not _ADD_REMOVE:
                 return _relation_error(inner, self.neighboring_relation)
+            refusal = _pld_refusal(inner)
+            if refusal is not None:
+                return _CompositionError(invalid_event=inner, error_message=refusal)
             if do_compose and not (
                 isinstance(event, dp_event.PoissonSampledDpEvent)
                 and event.sampling_probability == 0
@@ -264,8 +284,15 @@ class PrivacyAccountant:
         if self.accounting == "auto" and (pld_ok or rdp_ok):
             return "pld" if pld_ok else "rdp"
         which = "PLD or RDP" if self.accounting == "auto" else self.accounting.upper()
+        reason = ""
+        if self.accounting == "pld":
+            details = PLDAccountant(value_discretization_interval=self._h)._maybe_compose(
+                ledger, 1, False
+            )
+            if details is not None and details.error_message:
+                reason = f" ({details.error_message})"
         raise UnsupportedEventError(
-            f"{which} accounting does not support this composition: {ledger}"
+            f"{which} accounting does not support this composition{reason}: {ledger}"
         )
 
     # -- queries -------------------------------------------------------------

@@ -281,8 +281,11 @@ class DPLogisticRegression(ClassifierMixin, _DPLinearModel):
 
     Attributes
     ----------
-    classes_, coef_, intercept_, n_iter_ ; epsilon_, delta_ (spent, from the accountant);
+    classes_, coef_, intercept_ ; epsilon_, delta_ (spent, from the accountant);
     dp_event_ (the event pricing the fit); mechanism_params_ (calibrated noise, lam, ...).
+    n_iter_ : a diagnostic for the data owner, **not covered by the guarantee** for
+        "amp" and "output" (the solver's iteration count depends on the data); it is
+        never written to model files. For "dpgd"/"dpsgd" it is the public step count.
     """
 
     def __init__(
