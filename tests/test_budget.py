@@ -69,6 +69,7 @@ def _spender(path, attempts, queue):
     queue.put(ok)
 
 
+@pytest.mark.slow  # ~25 s; CI runs -m slow as its own step
 def test_eight_processes_never_overspend_and_lose_nothing(tmp_path):
     path = tmp_path / "shared.sqlite"
     Budget(path, 3.0, 1e-5)

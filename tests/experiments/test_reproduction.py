@@ -55,6 +55,7 @@ def test_fig5_dpsgd_wins_small_alpha_objpert_wins_large(tmp_path):
         assert crossing is not None and 2 < crossing < 200
 
 
+@pytest.mark.slow  # ~25 s; CI runs -m slow as its own step
 def test_fig2_quick_via_cli(tmp_path, capsys):
     code, captured = _run(["reproduce", "fig2", "--out", str(tmp_path), "--quick"], capsys)
     assert code == 0 and "fig2: wrote" in captured.out

@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dpconvex.queries import answer_counting_queries
@@ -50,14 +50,28 @@ def _check_release(release, eps):
     assert np.all(np.isfinite(release.theta))
 
 
-@FUZZ
-@given(
+_COUNTING_CASES = dict(
     x_case=st.sampled_from(sorted(X_CASES)),
     eps=st.sampled_from([1.0, *EPSILONS]),
     delta=st.sampled_from([1e-5, *DELTAS]),
     seed=st.integers(0, 3),
 )
+
+
+@settings(FUZZ, max_examples=12)  # ~1 s per case (a PLD calibration); the full run is slow
+@given(**_COUNTING_CASES)
 def test_counting_queries_never_release_silently(x_case, eps, delta, seed):
+    _counting_contract(x_case, eps, delta, seed)
+
+
+@pytest.mark.slow
+@FUZZ
+@given(**_COUNTING_CASES)
+def test_counting_queries_never_release_silently_full(x_case, eps, delta, seed):
+    _counting_contract(x_case, eps, delta, seed)
+
+
+def _counting_contract(x_case, eps, delta, seed):
     release, err = _check_outcome(lambda: _counting(x_case, eps, delta, seed))
     if err is not None:
         return

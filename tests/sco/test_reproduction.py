@@ -10,6 +10,7 @@ from dpconvex.experiments import sco_rates
 from dpconvex.experiments.sco_rates import reproduce_sco_rates
 
 
+@pytest.mark.slow  # ~25 s; CI runs -m slow as its own step
 def test_quick_reproduction_writes_files_and_shows_the_width_effect(tmp_path, capsys):
     summary = reproduce_sco_rates(tmp_path, quick=True)
     for name in ("sco_rates.csv", "sco_rates.json", "sco_slopes.csv", "sco_rates.png"):

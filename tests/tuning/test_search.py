@@ -11,6 +11,7 @@ from sklearn.datasets import make_classification
 
 from dpconvex import DPLinearRegression, DPLogisticRegression, PrivateRandomSearch
 from dpconvex.accounting import (
+    DiscreteGaussianDpEvent,
     GaussianDpEvent,
     PrivacyAccountant,
     RandomChoiceDpEvent,
@@ -121,6 +122,15 @@ def test_search_spends_its_budget_honestly(data):
     assert search.n_candidates_ >= 1
     assert search.score(X, y) > 0.7
     assert search.best_estimator_.epsilon_ <= search.run_epsilon_ * (1 + 1e-9)
+    # the validation count gets exact integer noise (no floating-point leak) ...
+    score_event = search._score_event()
+    assert isinstance(score_event, DiscreteGaussianDpEvent) and score_event.dimension == 1
+    # ... priced exactly as the continuous Gaussian it replaces (same RDP curve)
+    orders = np.array([1.5, 2.0, 8.0, 64.0])
+    assert np.allclose(
+        RdpAccountant(orders).compose(score_event).rdp,
+        RdpAccountant(orders).compose(GaussianDpEvent(search.score_noise)).rdp,
+    )
 
 
 def test_public_scoring_costs_nothing_extra(data):

@@ -322,11 +322,19 @@ class PrivacyAccountant:
         )
 
     # -- queries -------------------------------------------------------------
-    def _pld(self):
-        if "pld" not in self._cache:
+    def _pld(self, slack: float = _pld.UNTILTED_SLACK):
+        """The composed PLD, its FFT round-off allowance at most ``slack`` of any delta."""
+        done = self._cache.setdefault("pld", {})
+        for have, pld in done.items():
+            if have <= slack:
+                return pld
+        token = _pld.slack_budget.set(slack)
+        try:
             acc = PLDAccountant(value_discretization_interval=self._h)
-            self._cache["pld"] = acc.compose(self.ledger)
-        return self._cache["pld"]
+            done[slack] = acc.compose(self.ledger)
+        finally:
+            _pld.slack_budget.reset(token)
+        return done[slack]
 
     def rdp(self, orders=None) -> np.ndarray:
         """RDP of the composition at ``orders`` (default: this accountant's orders)."""
@@ -363,7 +371,8 @@ class PrivacyAccountant:
         """Epsilon of the composition at ``delta`` (an upper bound)."""
         delta = v.probability_open("delta", delta)
         if self.accounting_used == "pld":
-            epsilon = float(self._pld().get_epsilon(delta))
+            slack = min(_pld.UNTILTED_SLACK, 1e-4 * delta)  # round-off <= 1e-4 of delta
+            epsilon = float(self._pld(slack).get_epsilon(delta))
             if self.accounting == "auto" and epsilon == np.inf and self._rdp_supported():
                 # delta below the PLD's truncated tails (~1e-16): both are upper bounds,
                 # so the finite RDP conversion is as valid and far more useful
@@ -378,5 +387,8 @@ class PrivacyAccountant:
         """Delta of the composition at ``epsilon`` (an upper bound)."""
         epsilon = v.nonnegative("epsilon", epsilon)
         if self.accounting_used == "pld":
-            return float(self._pld().get_delta(epsilon))
+            delta = float(self._pld().get_delta(epsilon))
+            if _pld.UNTILTED_SLACK > 1e-4 * delta:  # round-off allowance too large here
+                delta = float(self._pld(1e-4 * delta).get_delta(epsilon))
+            return delta
         return self._rdp_convert(delta_from_rdp, epsilon)

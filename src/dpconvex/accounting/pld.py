@@ -16,6 +16,7 @@ power is not: issue 13).
 
 from __future__ import annotations
 
+import contextvars
 import math
 from dataclasses import dataclass
 
@@ -185,6 +186,16 @@ def amp_loss_pmf(
 _U = float(np.finfo(float).eps) / 2
 #: Bound on the absolute error of an entry that underflowed while tilting.
 _UNDERFLOW = 1e-300
+#: Largest total round-off mass (certified error bound per bin x bins) accepted from
+#: one untilted FFT before the tilted ladder is used. It can raise any delta(epsilon)
+#: by at most this much (the result stays an upper bound). ``PrivacyAccountant``
+#: lowers it to 1e-4 x delta when it knows the delta asked for (:data:`slack_budget`).
+UNTILTED_SLACK = 1e-9
+#: The slack in force for the current composition (a context variable, so threads
+#: and nested calls each keep their own).
+slack_budget: contextvars.ContextVar[float] = contextvars.ContextVar(
+    "untilted_slack", default=UNTILTED_SLACK
+)
 #: Spacing of the exponential tilts, in standard deviations of the tilted sum.
 _TILT_STEP = 3.0
 #: At most this many tilts on each side of the untilted one.
@@ -279,7 +290,9 @@ def _tilts(parts, lo: int, hi: int) -> list[tuple[float, float]]:
     return sorted(out, key=lambda tm: tm[1])
 
 
-def _tilted_upper(parts, theta: float, size: int, positions: np.ndarray) -> np.ndarray:
+def _tilted_upper(
+    parts, theta: float, size: int, positions: np.ndarray, errors: list | None = None
+) -> np.ndarray:
     """Certified upper bounds on the masses of the sum at ``positions`` (indices), from one tilt.
 
     Each input is tilted, w_i = p_i e^(theta (i - c)) / Z, so that the tilted sum
@@ -351,6 +364,8 @@ def _tilted_upper(parts, theta: float, size: int, positions: np.ndarray) -> np.n
     error = float(weights @ bound) / size
     error += _fft_error(size) * math.sqrt(float(weights @ np.abs(coeff) ** 2)) / math.sqrt(size)
     error *= 1 + 1e-9  # round-off in evaluating the bound itself
+    if errors is not None:
+        errors.append(error)
     lifted = out[positions % size] + error
     log_u = log_untilt + log_correction - theta * positions
     with np.errstate(divide="ignore", over="ignore"):
@@ -359,7 +374,9 @@ def _tilted_upper(parts, theta: float, size: int, positions: np.ndarray) -> np.n
         return np.exp(log_val) * (1.0 + slack)
 
 
-def compose_counts(parts, tail_mass: float = DEFAULT_TAIL_MASS) -> LossPmf:
+def compose_counts(
+    parts, tail_mass: float = DEFAULT_TAIL_MASS, slack: float | None = None
+) -> LossPmf:
     """PLRV of the composition of ``count`` copies of each ``pmf`` in ``parts`` (pairs).
 
     The sum of independent PLRVs (seed 000, Thm D.1) is computed by FFT within an
@@ -374,6 +391,12 @@ def compose_counts(parts, tail_mass: float = DEFAULT_TAIL_MASS) -> LossPmf:
     accurate *relative* to the mass near its tilted mean) of certified upper
     bounds (:func:`_tilted_upper`), so the result dominates the exact
     composition bin by bin and is pessimistic for every epsilon.
+
+    Fast path: one untilted FFT is computed first; when its certified round-off
+    (error bound per bin x bins) is at most ``slack`` (default: the context's
+    :data:`slack_budget`, 1e-9, or 1e-4 x delta when ``PrivacyAccountant`` knows the
+    delta asked for), its bins are returned (still upper bounds, at most ``slack``
+    looser in any delta) and the tilted ladder is skipped.
     """
     parts = [(pmf, int(count)) for pmf, count in parts if count > 0]
     if not parts:
@@ -413,10 +436,20 @@ def compose_counts(parts, tail_mass: float = DEFAULT_TAIL_MASS) -> LossPmf:
     longest = max(int(idx[-1]) + 1 for idx, _, _, _ in trimmed)
     size = fft.next_fast_len(max(length, longest), real=True)
     positions = np.arange(lo, hi + 1)
-    probs = np.full(length, np.inf)
+    # One untilted FFT first: if its round-off bound is so small that adding it to
+    # every bin moves no delta by more than UNTILTED_SLACK, it is the answer (an upper
+    # bound all the same); otherwise the tilts recover relative accuracy in the tails.
+    errors: list[float] = []
+    probs = _tilted_upper(trimmed, 0.0, size, positions, errors)
+    if errors[0] * length <= (slack_budget.get() if slack is None else slack):
+        full = sum(count * int(idx[-1]) for idx, _, _, count in trimmed)
+        charged = tail_mass if (lo > 0 or hi < full) else 0.0
+        return LossPmf(h, base + lo, probs, min(1.0, inf_mass + charged))
     tilts = _tilts(trimmed, lo, hi)
     means = [lo] + [mean for _, mean in tilts] + [hi]
     for i, (theta, _) in enumerate(tilts):
+        if theta == 0.0:
+            continue  # already in probs, over the whole window
         # each bin takes the better of the two tilts whose means bracket it
         a = max(lo, min(hi, math.floor(means[i]))) if i > 0 else lo
         b = max(lo, min(hi, math.ceil(means[i + 2]))) if i < len(tilts) - 1 else hi
@@ -428,9 +461,11 @@ def compose_counts(parts, tail_mass: float = DEFAULT_TAIL_MASS) -> LossPmf:
     return LossPmf(h, base + lo, probs, min(1.0, inf_mass + charged))
 
 
-def self_compose(pmf: LossPmf, count: int, tail_mass: float = DEFAULT_TAIL_MASS) -> LossPmf:
+def self_compose(
+    pmf: LossPmf, count: int, tail_mass: float = DEFAULT_TAIL_MASS, slack: float | None = None
+) -> LossPmf:
     """PLRV of ``count``-fold composition (sum of i.i.d. PLRVs; see :func:`compose_counts`)."""
     count = v.positive_int("count", count)
     if count == 1:
         return pmf
-    return compose_counts([(pmf, count)], tail_mass)
+    return compose_counts([(pmf, count)], tail_mass, slack)

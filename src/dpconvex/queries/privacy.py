@@ -324,7 +324,17 @@ def gg_delta(
     It is what ``PrivacyAccountant("pld", value_discretization_interval=h)``
     reports for :class:`GeneralizedGaussianDpEvent`.
     """
-    return pmf_delta(gg_loss_pmf(p, sigma, k, h, sensitivity), epsilon)
+    delta = pmf_delta(gg_loss_pmf(p, sigma, k, h, sensitivity), epsilon)
+    # the composition's round-off allowance (pld.slack_budget) may add up to that much
+    # to delta: when it exceeds 1e-4 of the smallest delta found, recompose tighter
+    smallest = float(np.min(delta))
+    if _pld.slack_budget.get() > 1e-4 * smallest:
+        token = _pld.slack_budget.set(1e-4 * smallest)
+        try:
+            delta = pmf_delta(gg_loss_pmf(p, sigma, k, h, sensitivity), epsilon)
+        finally:
+            _pld.slack_budget.reset(token)
+    return delta
 
 
 # -- Renyi DP -----------------------------------------------------------------------------

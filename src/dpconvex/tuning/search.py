@@ -9,7 +9,8 @@ Thms 2 and 6, priced here by ``dp_accounting.RepeatAndSelectDpEvent``.
 One run of M = draw hyperparameters i.i.d. from the given distributions, fit the
 estimator on the training part, and score it. The score that picks the best run
 must itself be private: by default the number of correct predictions on a
-held-out validation part plus Gaussian noise (sensitivity 1, std ``score_noise``),
+held-out validation part plus discrete Gaussian noise (sensitivity 1, parameter
+``score_noise``; an exact integer sampler, so no floating-point leak),
 whose event is composed into every run; or the accuracy on data the caller
 declares public (``scoring="public"``), which costs nothing. Only the best run's
 model, hyperparameters and noisy score are released, not the others.
@@ -32,7 +33,7 @@ import math
 from numbers import Real
 
 import numpy as np
-from dp_accounting.dp_event import ComposedDpEvent, GaussianDpEvent, NoOpDpEvent
+from dp_accounting.dp_event import ComposedDpEvent, NoOpDpEvent
 from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin, clone
 from sklearn.utils.validation import check_is_fitted
 
@@ -41,11 +42,13 @@ from .._random import make_rng
 from ..accounting import (
     MIN_EPSILON,
     CalibrationError,
+    DiscreteGaussianDpEvent,
     PrivacyAccountant,
     RandomChoiceDpEvent,
     calibrate,
     tuned_event,
 )
+from ..discrete_noise import discrete_gaussian
 from ..models.charge import charge
 from ..models.labels import check_labels, declared_classes
 from .runs import sample_number_of_runs
@@ -86,7 +89,8 @@ class PrivateRandomSearch(MetaEstimatorMixin, BaseEstimator):
     scoring : "noisy_validation" (default, classifiers) or "public" (pass X_public,
         y_public to fit; accuracy for classifiers, R^2 for regressors).
     validation_fraction : share of rows held out for the noisy validation score.
-    score_noise : std of the Gaussian noise on the validation count of correct predictions.
+    score_noise : scale of the discrete Gaussian noise on the validation count of correct
+        predictions (about its standard deviation).
     run_epsilon : per-run epsilon; None (default) calibrates it to meet ``epsilon``.
     random_state : None (OS entropy), an int, or a numpy Generator.
     budget : None, a :class:`dpconvex.Budget` or the path of its ledger; the whole
@@ -157,7 +161,10 @@ class PrivateRandomSearch(MetaEstimatorMixin, BaseEstimator):
     def _score_event(self):
         if self.scoring == "public":
             return NoOpDpEvent()
-        return GaussianDpEvent(v.positive("score_noise", self.score_noise))
+        # the count of correct predictions is an integer with sensitivity 1: exact
+        # discrete Gaussian noise (CKS 2020) has no floating-point leak (Mironov 2012)
+        # and the same RDP as the continuous Gaussian (CKS 2020, Prop. 5)
+        return DiscreteGaussianDpEvent(v.positive("score_noise", self.score_noise), 1.0, 1)
 
     def _run_event(self, run_epsilon: float, shape_info: tuple[int, int, int]):
         """Event of one run of M at per-run budget ``run_epsilon``: training plus scoring."""
@@ -289,8 +296,9 @@ class PrivateRandomSearch(MetaEstimatorMixin, BaseEstimator):
             if self.scoring == "public":
                 score = float(est.score(X_public, y_public))
             else:
-                correct = float(np.sum(est.predict(X_val) == y_val))
-                score = (correct + rng.normal(0.0, self.score_noise)) / len(y_val)
+                correct = int(np.sum(est.predict(X_val) == y_val))
+                noisy = correct + int(discrete_gaussian(self.score_noise, rng=rng))
+                score = noisy / len(y_val)
             if best is None or score > best[0]:
                 best = (score, params, est)
         self.best_score_, self.best_params_, self.best_estimator_ = best
