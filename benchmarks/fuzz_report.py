@@ -39,7 +39,6 @@ from tests.fuzz.cases import DELTAS, EPSILONS, X_CASES, Y_CASES  # noqa: E402
 
 UNCOVERED_X = {"nan", "inf", "empty", "1-d array"}
 UNCOVERED_Y = {"nan labels", "wrong length"}
-BINARY_LABELS = {"binary", "one class"}  # labels inside the default convention {0, 1}
 CLEAR = ("ValueError", "TypeError", "CalibrationError", "CertificateError", "InvalidParameterError",
          "BudgetExceededError", "LedgerError", "LedgerTamperedError")  # fmt: skip
 
@@ -68,8 +67,16 @@ def estimator_cases():
                     return model
 
                 covered = x_case not in UNCOVERED_X and y_case not in UNCOVERED_Y
-                if kind == "logistic":  # no classes= given: only labels in {0, 1} are covered
-                    covered = covered and y_case in BINARY_LABELS
+                if kind == "logistic" and covered:
+                    # no classes= given: covered iff the labels drawn lie in {0, 1} (one row of
+                    # the three-class case draws a single label, which may be 0)
+                    rng = np.random.default_rng(0)
+                    X = X_CASES[x_case](rng)
+                    labels = np.unique(np.asarray(Y_CASES[y_case](rng, X.shape[0]), dtype=object))
+                    covered = all(
+                        isinstance(v, int | float | np.integer | np.floating) and v in (0, 1)
+                        for v in labels
+                    )
                 yield f"estimator {name}", f"X {x_case} / y {y_case}", call, covered
 
 

@@ -430,8 +430,12 @@ class _DPRegressor(RegressorMixin, _DPLinearModel):
 _REGRESSOR_DOC = """
     Targets are clipped to [-y_bound, y_bound] (default 1) and scaled to [-1, 1]
     before training (a public map); ``coef_`` and ``intercept_`` are scaled back.
-    Other parameters and attributes as in :class:`DPLogisticRegression`; the
-    gradient clip C defaults to the row bound R (kappa = 1 on rows of norm R).
+    Rows are clipped to the declared ``row_bound`` (default ``row_norm="clip"``;
+    how many were clipped is reported in a ``ClippingWarning`` to the data owner):
+    normalizing rows, the classifiers' default, would change the regression
+    function itself. Other parameters and attributes as in
+    :class:`DPLogisticRegression`; the gradient clip C defaults to the row bound R
+    (kappa = 1 on rows of norm R).
 """
 
 
@@ -465,7 +469,7 @@ class DPLinearRegression(_DPRegressor):
         accounting="pld",
         fit_intercept=True,
         intercept_scaling=1.0,
-        row_norm="normalize",
+        row_norm="clip",
         row_bound=1.0,
         clip=None,
         lam=None,
@@ -534,7 +538,7 @@ class DPHuberRegressor(_DPRegressor):
         accounting="pld",
         fit_intercept=True,
         intercept_scaling=1.0,
-        row_norm="normalize",
+        row_norm="clip",
         row_bound=1.0,
         clip=None,
         lam=None,
