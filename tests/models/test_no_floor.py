@@ -39,18 +39,10 @@ def _mean_score(make, data, eps):
         return float(np.mean([make(eps, s).fit(X, y).score(Xs, ys) for s in SEEDS]))
 
 
-DPGD_FLOOR = pytest.param(
-    "dpgd",
-    marks=pytest.mark.xfail(
-        strict=True, reason="DP-GD's fixed epochs and learning rate are still a floor (issue 14)"
-    ),
-)
-
-
-@pytest.mark.parametrize("method", ["amp", "output", DPGD_FLOOR])
+@pytest.mark.parametrize("method", ["amp", "output", "dpgd"])
 def test_classifier_accuracy_follows_epsilon(classification, method):
     def make(eps, seed):
-        return DPLogisticRegression(epsilon=eps, method=method, epochs=30, random_state=seed)
+        return DPLogisticRegression(epsilon=eps, method=method, random_state=seed)
 
     scores = [_mean_score(make, classification, eps) for eps in EPSILONS]
     X, y, Xs, ys = classification
@@ -61,12 +53,10 @@ def test_classifier_accuracy_follows_epsilon(classification, method):
     assert scores[2] >= reference - 0.02, (scores, reference)
 
 
-@pytest.mark.parametrize("method", ["adassp", "amp", "output", DPGD_FLOOR])
+@pytest.mark.parametrize("method", ["adassp", "amp", "output", "dpgd"])
 def test_regressor_r2_follows_epsilon(regression, method):
     def make(eps, seed):
-        return DPLinearRegression(
-            epsilon=eps, method=method, row_norm="clip", epochs=30, random_state=seed
-        )
+        return DPLinearRegression(epsilon=eps, method=method, random_state=seed)
 
     scores = [_mean_score(make, regression, eps) for eps in EPSILONS]
     X, y, Xs, ys = regression

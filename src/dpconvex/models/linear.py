@@ -11,7 +11,8 @@ Methods (``method=``):
   Gaussian calibration.
 * ``"dpsgd"`` — DP-SGD with Poisson subsampling (expected batch ``batch_size``,
   ``epochs`` passes), per-example clipping at C, Adam or plain steps.
-* ``"dpgd"`` — full-batch DP-GD for ``epochs`` steps.
+* ``"dpgd"`` — full-batch DP-GD for ``epochs`` steps (default: derived from epsilon,
+  see :class:`dpconvex.plans.gradient.DpgdPlan`).
 
 Rows are transformed without privacy cost and never measured to set a bound:
 ``row_norm="normalize"`` (x/||x||), ``"clip"`` (to ``row_bound``) or ``"error"``
@@ -76,7 +77,7 @@ _COMMON_CONSTRAINTS = {
     "noise_factor": _positive,
     "solver": [StrOptions(set(SOLVERS))],
     "max_iter": [Interval(Integral, 1, None, closed="left")],
-    "epochs": [Interval(Integral, 1, None, closed="left")],
+    "epochs": [Interval(Integral, 1, None, closed="left"), None],
     "batch_size": [Interval(Integral, 1, None, closed="left")],
     "learning_rate": [None, *_positive],
     "optimizer": [StrOptions({"adam", "sgd"})],
@@ -272,7 +273,9 @@ class DPLogisticRegression(ClassifierMixin, _DPLinearModel):
         no noise floor as epsilon grows. Output perturbation uses tau (default 1e-12 n L)
         too. The paper's settings are tau=0.01, sigma_out=0.15, noise_factor=1.3.
     solver, max_iter : AMP / output-perturbation solver ("auto", "lbfgs", "newton", "svrg").
-    epochs, batch_size, learning_rate, optimizer : DP-SGD / DP-GD settings
+    epochs, batch_size, learning_rate, optimizer : DP-SGD / DP-GD settings (epochs:
+        None = 60 passes for DP-SGD, and for DP-GD a step count that grows with
+        epsilon, min(1000, max(100, n^2 eps^2 / (2 d log(1/delta))));
         (learning_rate default 0.02 for Adam, 0.5 for SGD).
     random_state : None (OS entropy, the default), an int seed, or a numpy Generator.
     budget : None, a :class:`dpconvex.Budget` or the path of its ledger; the fit charges
@@ -307,7 +310,7 @@ class DPLogisticRegression(ClassifierMixin, _DPLinearModel):
         noise_factor=1.3,
         solver="auto",
         max_iter=1000,
-        epochs=60,
+        epochs=None,
         batch_size=256,
         learning_rate=None,
         optimizer="adam",
@@ -478,7 +481,7 @@ class DPLinearRegression(_DPRegressor):
         noise_factor=1.3,
         solver="auto",
         max_iter=1000,
-        epochs=60,
+        epochs=None,
         batch_size=256,
         learning_rate=None,
         optimizer="adam",
@@ -547,7 +550,7 @@ class DPHuberRegressor(_DPRegressor):
         noise_factor=1.3,
         solver="auto",
         max_iter=1000,
-        epochs=60,
+        epochs=None,
         batch_size=256,
         learning_rate=None,
         optimizer="adam",

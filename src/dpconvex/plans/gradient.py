@@ -2,12 +2,38 @@
 
 from __future__ import annotations
 
+import math
+
 from ..accounting import dpsgd_event, dpsgd_noise_multiplier, gaussian_noise_multiplier
 from ..mechanisms import dpgd, dpgd_event, dpsgd, steps_for_epochs
 from .base import Plan, PlanInputs
 
 #: default learning rates by optimizer (the paper's DP-SGD settings, seed 000 §6)
 DEFAULT_LEARNING_RATE = {"adam": 0.02, "sgd": 0.5}
+#: DP-SGD's default number of passes over the data (seed 000 §6)
+DEFAULT_DPSGD_EPOCHS = 60
+#: DP-GD's derived step count is kept in [DPGD_MIN_STEPS, DPGD_MAX_STEPS] (compute)
+DPGD_MIN_STEPS, DPGD_MAX_STEPS = 100, 1000
+
+
+def default_dpgd_steps(n: int, d: int, epsilon: float, delta: float) -> int:
+    """Steps T of full-batch DP-GD that balance optimization and privacy error.
+
+    For noisy gradient descent on a convex L-Lipschitz loss with step eta, the
+    excess risk after T steps is at most R^2 / (2 eta T) + eta (L^2 + d s^2) / 2,
+    where s = z L / n is the noise on the mean gradient and z ~ sqrt(2 T log(1/delta))
+    / epsilon is the noise multiplier of T composed Gaussian steps (Bassily, Smith &
+    Thakurta 2014, §4). More steps help while the gradient term L^2 dominates the
+    noise term d s^2, i.e. up to T* = n^2 epsilon^2 / (2 d log(1/delta)), which grows
+    as epsilon^2: the release approaches the non-private optimum as epsilon grows.
+    T is kept in [100, 1000]: the lower end because Adam's normalized steps need
+    some hundreds of iterations to converge (measured: a synthetic regression with
+    n = 4000, d = 5 gave R^2 0.60 / 0.86 / 0.93 at T = 60 / 300 / 1000 and epsilon
+    0.1; Adult 76.9 % -> 81.6 % at epsilon 0.1 and 81.5 % -> 83.5 % at epsilon 8,
+    from 60 to 1000 steps), the upper for compute (1000 full passes).
+    """
+    target = n * n * epsilon * epsilon / (2.0 * d * math.log(1.0 / delta))
+    return int(min(DPGD_MAX_STEPS, max(DPGD_MIN_STEPS, math.ceil(target))))
 
 
 class _GradientPlan(Plan):
@@ -27,7 +53,7 @@ class DpsgdPlan(_GradientPlan):
     def __init__(self, inputs: PlanInputs):
         super().__init__(inputs)
         q = min(1.0, self.setting("batch_size") / inputs.n)
-        steps = steps_for_epochs(self.setting("epochs"), q)
+        steps = steps_for_epochs(self.setting("epochs") or DEFAULT_DPSGD_EPOCHS, q)
         z = dpsgd_noise_multiplier(
             inputs.epsilon, inputs.delta, q, steps * inputs.k,
             accounting=inputs.accounting, rtol=1e-4,
@@ -68,7 +94,12 @@ class DpgdPlan(_GradientPlan):
 
     def __init__(self, inputs: PlanInputs):
         super().__init__(inputs)
-        steps = int(self.setting("epochs"))
+        epochs = self.setting("epochs")
+        steps = (
+            int(epochs)
+            if epochs is not None
+            else default_dpgd_steps(inputs.n, inputs.d, inputs.epsilon, inputs.delta)
+        )
         z = gaussian_noise_multiplier(
             inputs.epsilon, inputs.delta, steps * inputs.k, accounting=inputs.accounting
         )
