@@ -63,6 +63,8 @@ def gaussian_sigma(epsilon: float, delta: float, sensitivity: float = 1.0) -> fl
 #: range (it overflows at about 709) and PLD grids lose their meaning; such budgets
 #: give no meaningful protection anyway.
 MAX_EPSILON = 100.0
+#: PrivacyAccountant's default PLD grid step (its ``value_discretization_interval``).
+DEFAULT_PLD_GRID = 1e-4
 #: Smallest epsilon the calibrators accept. Below it the noise is about 1/epsilon times
 #: the signal (no useful model), the Jacobian term of objective perturbation alone
 #: can exceed the budget, and PLD accounting on a grid of 1e-4 * epsilon gets slow.
@@ -186,7 +188,14 @@ def dpsgd_noise_multiplier(
             rtol=rtol,
         )
 
-    return search(fine, 0.9 * guess, 1.1 * guess)
+    z = search(fine, 0.9 * guess, 1.1 * guess)
+    # A user checks with PrivacyAccountant() on its default grid, coarser (so more
+    # pessimistic) than ``fine`` below epsilon = 1: the release must meet the target
+    # there too (the wide calibration test found 0.0625158 > 0.0625 at q = 0.0625).
+    if accounting != "rdp" and tuning_mu is None and fine < DEFAULT_PLD_GRID:
+        if _delta_of(make(z), epsilon, accounting, orders, DEFAULT_PLD_GRID) > delta:
+            z = search(DEFAULT_PLD_GRID, z, 1.1 * z)
+    return z
 
 
 def gaussian_noise_multiplier(
@@ -217,15 +226,23 @@ def gaussian_noise_multiplier(
     def event(z: float):
         return GaussianDpEvent(z) if k == 1 else SelfComposedDpEvent(GaussianDpEvent(z), k)
 
-    return calibrate(
-        lambda z: _delta_of(event(z), epsilon, accounting, None, h),
-        delta,
-        0.95 * guess,
-        1.05 * guess,
-        decreasing=True,
-        floor=1e-12,
-        rtol=1e-8,
-    )
+    def search(grid: float, lo: float, hi: float) -> float:
+        return calibrate(
+            lambda z: _delta_of(event(z), epsilon, accounting, None, grid),
+            delta,
+            lo,
+            hi,
+            decreasing=True,
+            floor=1e-12,
+            rtol=1e-8,
+        )
+
+    z = search(h, 0.95 * guess, 1.05 * guess)
+    # also safe on PrivacyAccountant()'s default grid (see dpsgd_noise_multiplier)
+    if accounting != "rdp" and value_discretization_interval is None and h < DEFAULT_PLD_GRID:
+        if _delta_of(event(z), epsilon, accounting, None, DEFAULT_PLD_GRID) > delta:
+            z = search(DEFAULT_PLD_GRID, z, 1.05 * z)
+    return z
 
 
 @dataclass(frozen=True)
