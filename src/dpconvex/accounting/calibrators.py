@@ -177,6 +177,24 @@ def dpsgd_noise_multiplier(
     guess = _clt_noise_multiplier(epsilon, delta, sampling_rate, steps)
     fine = pld_grid(epsilon)
 
+    return _noise_multiplier(
+        make, epsilon, delta, accounting, orders, fine, (0.9 * guess, 1.1 * guess),
+        floor=1e-6, rtol=rtol, check_default_grid=tuning_mu is None,
+    )  # fmt: skip
+
+
+def _noise_multiplier(
+    make, epsilon, delta, accounting, orders, grid, bracket, *, floor, rtol,
+    check_default_grid,
+) -> float:  # fmt: skip
+    """Smallest z with delta(epsilon) <= delta for the events ``make(z)``, on ``grid``.
+
+    A user checks with PrivacyAccountant() on its default grid, coarser (so more
+    pessimistic) than ``grid`` below epsilon = 1: with ``check_default_grid`` the
+    release must meet the target there too (the wide DP-SGD calibration test found
+    0.0625158 > 0.0625 at q = 0.0625).
+    """
+
     def search(h: float, lo: float, hi: float) -> float:
         return calibrate(
             lambda z: _delta_of(make(z), epsilon, accounting, orders, h),
@@ -184,17 +202,14 @@ def dpsgd_noise_multiplier(
             lo,
             hi,
             decreasing=True,
-            floor=1e-6,
+            floor=floor,
             rtol=rtol,
         )
 
-    z = search(fine, 0.9 * guess, 1.1 * guess)
-    # A user checks with PrivacyAccountant() on its default grid, coarser (so more
-    # pessimistic) than ``fine`` below epsilon = 1: the release must meet the target
-    # there too (the wide calibration test found 0.0625158 > 0.0625 at q = 0.0625).
-    if accounting != "rdp" and tuning_mu is None and fine < DEFAULT_PLD_GRID:
+    z = search(grid, *bracket)
+    if check_default_grid and accounting != "rdp" and grid < DEFAULT_PLD_GRID:
         if _delta_of(make(z), epsilon, accounting, orders, DEFAULT_PLD_GRID) > delta:
-            z = search(DEFAULT_PLD_GRID, z, 1.1 * z)
+            z = search(DEFAULT_PLD_GRID, z, bracket[1] / bracket[0] * z)
     return z
 
 
@@ -226,23 +241,10 @@ def gaussian_noise_multiplier(
     def event(z: float):
         return GaussianDpEvent(z) if k == 1 else SelfComposedDpEvent(GaussianDpEvent(z), k)
 
-    def search(grid: float, lo: float, hi: float) -> float:
-        return calibrate(
-            lambda z: _delta_of(event(z), epsilon, accounting, None, grid),
-            delta,
-            lo,
-            hi,
-            decreasing=True,
-            floor=1e-12,
-            rtol=1e-8,
-        )
-
-    z = search(h, 0.95 * guess, 1.05 * guess)
-    # also safe on PrivacyAccountant()'s default grid (see dpsgd_noise_multiplier)
-    if accounting != "rdp" and value_discretization_interval is None and h < DEFAULT_PLD_GRID:
-        if _delta_of(event(z), epsilon, accounting, None, DEFAULT_PLD_GRID) > delta:
-            z = search(DEFAULT_PLD_GRID, z, 1.05 * z)
-    return z
+    return _noise_multiplier(
+        event, epsilon, delta, accounting, None, h, (0.95 * guess, 1.05 * guess),
+        floor=1e-12, rtol=1e-8, check_default_grid=value_discretization_interval is None,
+    )  # fmt: skip
 
 
 @dataclass(frozen=True)
