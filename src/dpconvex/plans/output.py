@@ -11,21 +11,27 @@ from .base import Plan, PlanInputs
 
 
 def default_lam(n: int, d: int, beta: float, gradient_bound: float, z: float) -> float:
-    """lam = (2 n beta d z^2 (L + 2 tau)^2 / B^2)^(1/3) with B^2 = d: the minimizer of a bound.
+    """lam = (2 n beta z^2 (L + 2 tau)^2 / B^2)^(1/3) with B^2 = d: the minimizer of a bound.
 
     For theta_lam the minimizer of sum_i l_i + (lam/2)||theta||^2 and Gaussian output
-    noise e of scale z (L + 2 tau) / lam per coordinate, the excess average loss over any
-    comparator theta* with ||theta*|| <= B is at most
-    lam B^2 / (2 n) (regularization bias) + beta d z^2 (L + 2 tau)^2 / (2 lam^2)
-    (beta-smoothness; the linear term has mean 0), minimized at this lam. B is not known
-    without looking at the data; B^2 = d (weights of order 1 per coordinate on rows of
-    norm ~1) is the public convention. As epsilon grows z -> 0, so lam -> 0 like z^(2/3)
-    and the noise like z^(1/3): the release tends to the unregularized minimizer (no
-    floor). The previous rule, lam = sqrt(d) z (L + 2 tau), kept the noise norm near 1
-    at every epsilon, a floor.
+    noise e of scale s = z (L + 2 tau) / lam per coordinate, the excess average loss over
+    any comparator theta* with ||theta*|| <= B is about
+    lam B^2 / (2 n) (regularization bias) + E[e^T H e] / 2 (the linear term has mean 0),
+    with H the average Hessian of the loss. For a GLM H = (1/n) sum_i f''_i x_i x_i^T has
+    trace at most sup f'' * R^2 = beta, so E[e^T H e] = s^2 tr(H) <= beta s^2 (the
+    worst-case beta-smoothness bound beta d s^2 is d times looser and made lam d^(1/3)
+    times too large).
+    The sum lam B^2 / (2n) + beta z^2 (L + 2 tau)^2 / (2 lam^2) is minimized at this lam.
+    B is not known without looking at the data; B^2 = d (weights of order 1 per
+    coordinate on rows of norm ~1) is the public convention. As epsilon grows z -> 0, so
+    lam -> 0 like z^(2/3) and the noise like z^(1/3): the release tends to the
+    unregularized minimizer (no floor). Measured on Adult (unit rows, 3 seeds, delta 1e-5)
+    at epsilon 0.1 / 1 / 8 / 100: 78.58 / 82.38 / 83.04 / 83.52 % test accuracy, against
+    77.22 / 81.63 / 82.27 / 82.93 % with the d-times-looser bound; 3 x this lam scored
+    80.31 / 81.97 / 82.64 / 83.22 %, 0.3 x 72.05 / 79.26 / 82.48 / 83.70 %.
     """
     bound_sq = float(d)  # B^2, the comparator's squared norm (public convention)
-    return (2.0 * n * beta * d * z * z * gradient_bound**2 / bound_sq) ** (1.0 / 3.0)
+    return (2.0 * n * beta * z * z * gradient_bound**2 / bound_sq) ** (1.0 / 3.0)
 
 
 class OutputPlan(Plan):
