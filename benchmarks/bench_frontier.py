@@ -2,6 +2,7 @@
 
 Run:  python benchmarks/bench_frontier.py [--seeds 10] [--epsilons 0.1,0.3,1,3,8,30,100]
                                           [--data adult,synthetic-l,regression] [--plots DIR]
+                                          [--save ROWS.json] [--load ROWS.json,PEERS.json]
 
 For each data set, method and epsilon (delta = 1e-5): mean and standard deviation over
 ``seeds`` noise seeds of test accuracy (classification) or held-out R^2 (regression), on
@@ -13,10 +14,12 @@ classifiers, rows of norm <= 1 and targets in [-1, 1] for the regression family)
 * synthetic-l: seed 000's Synthetic-L; the same methods.
 * regression: x ~ N(0, I_d) scaled into the unit ball, y = <x, w> + 0.1 noise clipped to
   [-1, 1] with w uniform on the unit sphere; n in {4000, 16000}, d in {5, 10, 30}; methods
-  adassp (the default), amp, dpgd, dpsgd.
+  amp (the default), adassp, output, dpgd, dpsgd.
 
-Peer columns (diffprivlib, Opacus) come from the separate peer environment:
-benchmarks/peers/. BLAS threads are pinned to 1 and printed. With --plots, one PNG per
+Peer rows (diffprivlib, Opacus) come from the separate peer environment:
+``benchmarks/peers/bench_frontier_peers.py`` writes them to JSON in the same row format;
+``--load ours.json,peers.json`` prints and plots saved rows together (``--save`` writes
+this run's rows). BLAS threads are pinned to 1 and printed. With --plots, one PNG per
 data set (accuracy against epsilon, log x axis, one line per method and the non-private
 level).
 """
@@ -29,6 +32,7 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
 import argparse  # noqa: E402
+import json  # noqa: E402
 import time  # noqa: E402
 import warnings  # noqa: E402
 from pathlib import Path  # noqa: E402
@@ -158,7 +162,20 @@ def main() -> None:
     parser.add_argument("--sizes", default="4000x5,16000x10,16000x30",
                         help="regression family: comma-separated n x d")  # fmt: skip
     parser.add_argument("--plots", help="directory for one PNG per data set")
+    parser.add_argument("--save", help="write this run's rows to a JSON file")
+    parser.add_argument("--load", help="comma-separated JSON row files to print and plot")
     args = parser.parse_args()
+    if args.load:
+        rows = [tuple(r) for f in args.load.split(",") for r in json.loads(Path(f).read_text())]
+        for unit in ("accuracy %", "R^2"):
+            part = sorted(
+                (r for r in rows if r[6] == unit), key=lambda r: (r[0], r[1] != "amp", r[1], r[2])
+            )
+            if part:
+                print_table([r[:6] for r in part], unit)
+                if args.plots:
+                    plot([r[:6] for r in part], Path(args.plots), unit)
+        return
     epsilons = [float(e) for e in args.epsilons.split(",")]
     names = args.data.split(",")
     print(
@@ -176,9 +193,13 @@ def main() -> None:
     if "regression" in names:
         for size in args.sizes.split(","):
             n, d = (int(x) for x in size.split("x"))
-            reg_rows += run_regression(n, d, ["adassp", "amp", "dpgd", "dpsgd"], epsilons,
-                                       args.seeds)  # fmt: skip
+            reg_rows += run_regression(n, d, ["amp", "adassp", "output", "dpgd", "dpsgd"],
+                                       epsilons, args.seeds)  # fmt: skip
         print_table(reg_rows, "R^2")
+    if args.save:
+        saved = [[*r[:3], [float(x) for x in r[3]], float(r[4]), r[5], unit]
+                 for rows, unit in ((cls_rows, "accuracy %"), (reg_rows, "R^2")) for r in rows]
+        Path(args.save).write_text(json.dumps(saved))
     if args.plots:
         if cls_rows:
             plot(cls_rows, Path(args.plots), "accuracy %")
