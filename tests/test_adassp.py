@@ -40,6 +40,7 @@ def test_event_prices_three_gaussian_releases():
     assert one.get_epsilon(1e-5) == pytest.approx(eps, rel=2e-3)
 
 
+@pytest.mark.slow  # paper-scale (> 20 s here); CI runs -m slow as its own step
 def test_accuracy_rises_with_epsilon_to_least_squares():
     X, y = _data()
     ols = np.linalg.lstsq(X, y, rcond=None)[0]

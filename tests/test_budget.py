@@ -335,6 +335,7 @@ def _fork_children(ledger, children, spends):
     return labels, hung
 
 
+@pytest.mark.slow  # paper-scale (> 20 s here); CI runs -m slow as its own step
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
 def test_fork_with_a_reused_budget_and_a_spending_parent_thread(tmp_path):
     ledger = Budget(tmp_path / "l.db", 6.0, 1e-5)

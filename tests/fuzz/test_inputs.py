@@ -57,8 +57,7 @@ def _check_outcome(fn):
         return None, err
 
 
-@FUZZ
-@given(
+_ESTIMATORS_NEVER_RELEASE_SILENTLY_CASES = dict(
     estimator=st.sampled_from(
         [
             "logistic-amp",
@@ -75,7 +74,22 @@ def _check_outcome(fn):
     delta=st.sampled_from(DELTAS),
     seed=st.integers(0, 3),
 )
+
+
+@settings(FUZZ, max_examples=15)  # the default run; the wide one is marked slow
+@given(**_ESTIMATORS_NEVER_RELEASE_SILENTLY_CASES)
 def test_estimators_never_release_silently(estimator, x_case, y_case, eps, delta, seed):
+    _estimators_never_release_silently(estimator, x_case, y_case, eps, delta, seed)
+
+
+@pytest.mark.slow
+@FUZZ
+@given(**_ESTIMATORS_NEVER_RELEASE_SILENTLY_CASES)
+def test_estimators_never_release_silently_wide(estimator, x_case, y_case, eps, delta, seed):
+    _estimators_never_release_silently(estimator, x_case, y_case, eps, delta, seed)
+
+
+def _estimators_never_release_silently(estimator, x_case, y_case, eps, delta, seed):
     rng = np.random.default_rng(seed)
     X = X_CASES[x_case](rng)
     y = Y_CASES[y_case](rng, X.shape[0])
@@ -153,13 +167,27 @@ def test_accountant_queries(query, kind):
         assert math.isfinite(value) and value >= 0
 
 
-@FUZZ
-@given(
+_CALIBRATORS_MEET_THE_BUDGET_OR_REFUSE_CASES = dict(
     eps=st.sampled_from(EPSILONS),
     delta=st.sampled_from(DELTAS),
     which=st.sampled_from(["gaussian", "dpsgd", "amp"]),
 )
+
+
+@settings(FUZZ, max_examples=15)  # the default run; the wide one is marked slow
+@given(**_CALIBRATORS_MEET_THE_BUDGET_OR_REFUSE_CASES)
 def test_calibrators_meet_the_budget_or_refuse(eps, delta, which):
+    _calibrators_meet_the_budget_or_refuse(eps, delta, which)
+
+
+@pytest.mark.slow
+@FUZZ
+@given(**_CALIBRATORS_MEET_THE_BUDGET_OR_REFUSE_CASES)
+def test_calibrators_meet_the_budget_or_refuse_wide(eps, delta, which):
+    _calibrators_meet_the_budget_or_refuse(eps, delta, which)
+
+
+def _calibrators_meet_the_budget_or_refuse(eps, delta, which):
     calls = {
         "gaussian": lambda: gaussian_sigma(eps, delta),
         "dpsgd": lambda: dpsgd_noise_multiplier(eps, delta, 0.1, 20, accounting="rdp"),

@@ -10,7 +10,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from hypothesis import given
+import pytest
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dpconvex.bcd import LiftedMlpProblem, NmfProblem, dp_mbcd
@@ -48,8 +49,7 @@ def _sco_call(name, X, y, eps, delta, seed):
     )
 
 
-@FUZZ
-@given(
+_SCO_ALGORITHMS_NEVER_RELEASE_SILENTLY_CASES = dict(
     name=st.sampled_from(["alg1", "alg3", "alg6", "alg7"]),
     x_case=st.sampled_from(sorted(X_CASES)),
     y_case=st.sampled_from(sorted(Y_CASES)),
@@ -57,7 +57,22 @@ def _sco_call(name, X, y, eps, delta, seed):
     delta=st.sampled_from([1e-5, *DELTAS]),
     seed=st.integers(0, 3),
 )
+
+
+@settings(FUZZ, max_examples=15)  # the default run; the wide one is marked slow
+@given(**_SCO_ALGORITHMS_NEVER_RELEASE_SILENTLY_CASES)
 def test_sco_algorithms_never_release_silently(name, x_case, y_case, eps, delta, seed):
+    _sco_algorithms_never_release_silently(name, x_case, y_case, eps, delta, seed)
+
+
+@pytest.mark.slow
+@FUZZ
+@given(**_SCO_ALGORITHMS_NEVER_RELEASE_SILENTLY_CASES)
+def test_sco_algorithms_never_release_silently_wide(name, x_case, y_case, eps, delta, seed):
+    _sco_algorithms_never_release_silently(name, x_case, y_case, eps, delta, seed)
+
+
+def _sco_algorithms_never_release_silently(name, x_case, y_case, eps, delta, seed):
     rng = np.random.default_rng(seed)
     X = X_CASES[x_case](rng)
     if not hasattr(X, "toarray") and X.ndim == 2:

@@ -50,6 +50,7 @@ def test_missing_ledger_and_bad_budget_are_clear_errors(tmp_path, data):
         DPLogisticRegression(budget=3).fit(X, y)
 
 
+@pytest.mark.slow  # paper-scale (> 20 s here); CI runs -m slow as its own step
 def test_search_charges_once_and_uses_the_declared_classes(tmp_path, data):
     X, y = data
     ledger = Budget(tmp_path / "b.db", 3.0, 1e-5)

@@ -30,6 +30,7 @@ def test_default_is_amp_because_it_beats_adassp_where_n_eps_is_small():
     assert amp > adassp + 0.02, (amp, adassp)
 
 
+@pytest.mark.slow  # paper-scale (> 20 s here); CI runs -m slow as its own step
 def test_adassp_accuracy_rises_to_non_private():
     X, y, Xs, ys = _regression()
     ref = np.linalg.lstsq(np.column_stack([X, np.ones(len(X))]), y, rcond=None)[0]
@@ -67,6 +68,7 @@ def test_clipped_targets_and_rows_are_counted_for_the_data_owner(method):
         DPLinearRegression(method=method, row_bound=0.01, random_state=0).fit(X, y)
 
 
+@pytest.mark.dask
 def test_dask_rows_give_the_same_release():
     da = pytest.importorskip("dask.array")
     X, y, _, _ = _regression(n=2000)

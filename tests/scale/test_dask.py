@@ -5,6 +5,8 @@ import json
 import numpy as np
 import pytest
 
+pytestmark = pytest.mark.dask  # pip install ".[dask]", then python -m pytest -m dask
+
 da = pytest.importorskip("dask.array")
 dask = pytest.importorskip("dask")
 

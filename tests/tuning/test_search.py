@@ -104,6 +104,7 @@ def test_free_parameters_do_not_change_the_event_and_relevant_ones_do():
     assert PRIVACY_FREE_PARAMS == {"solver", "max_iter", "learning_rate", "optimizer"}
 
 
+@pytest.mark.slow  # paper-scale (> 20 s here); CI runs -m slow as its own step
 def test_search_spends_its_budget_honestly(data):
     X, y = data
     search = PrivateRandomSearch(
@@ -133,6 +134,7 @@ def test_search_spends_its_budget_honestly(data):
     )
 
 
+@pytest.mark.slow  # paper-scale (> 20 s here); CI runs -m slow as its own step
 def test_public_scoring_costs_nothing_extra(data):
     X, y = data
     private = PrivateRandomSearch(

@@ -14,8 +14,11 @@ Papernot-Steinke tuning of our own mechanisms works unchanged.
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Callable
 
+import attr
 import numpy as np
 from dp_accounting import dp_event, privacy_accountant
 from dp_accounting.pld import pld_privacy_accountant
@@ -367,9 +370,23 @@ class PrivacyAccountant:
             best = min(best, convert(fine, self.rdp(fine), value, self.conversion)[0])
         return best
 
+    def _query_key(self, kind: str, value: float):
+        """Key of a query in :data:`_RESULTS`, or None when the ledger holds unknown fields."""
+        try:
+            ledger = _event_key(self.ledger)
+        except _Uncacheable:
+            return None
+        return (
+            kind, float(value), ledger, self.accounting, self.conversion, self._refine,
+            self._orders.tobytes(), self._h, _pld.UNTILTED_SLACK,
+        )  # fmt: skip
+
     def get_epsilon(self, delta: float) -> float:
         """Epsilon of the composition at ``delta`` (an upper bound)."""
         delta = v.probability_open("delta", delta)
+        return _RESULTS.lookup(self._query_key("epsilon", delta), lambda: self._epsilon(delta))
+
+    def _epsilon(self, delta: float) -> float:
         if self.accounting_used == "pld":
             slack = min(_pld.UNTILTED_SLACK, 1e-4 * delta)  # round-off <= 1e-4 of delta
             epsilon = float(self._pld(slack).get_epsilon(delta))
@@ -386,9 +403,81 @@ class PrivacyAccountant:
     def get_delta(self, epsilon: float) -> float:
         """Delta of the composition at ``epsilon`` (an upper bound)."""
         epsilon = v.nonnegative("epsilon", epsilon)
+        return _RESULTS.lookup(self._query_key("delta", epsilon), lambda: self._delta(epsilon))
+
+    def _delta(self, epsilon: float) -> float:
         if self.accounting_used == "pld":
             delta = float(self._pld().get_delta(epsilon))
             if _pld.UNTILTED_SLACK > 1e-4 * delta:  # round-off allowance too large here
                 delta = float(self._pld(1e-4 * delta).get_delta(epsilon))
             return delta
         return self._rdp_convert(delta_from_rdp, epsilon)
+
+
+# -- results of identical queries are computed once per process --------------------------
+
+
+class _Uncacheable(Exception):
+    """An event field whose value is not a plain number, string or event."""
+
+
+def _event_key(value):
+    """An exact, hashable description of an event tree (type and every field), public only.
+
+    Only plain values (numbers, strings, None), dp_accounting events (attrs classes)
+    and lists of them are accepted; anything else raises :class:`_Uncacheable`, and
+    the query is then computed without the cache.
+    """
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return (type(value).__name__, value)
+    if isinstance(value, np.floating | np.integer):
+        return (type(value).__name__, value.item())
+    if isinstance(value, list | tuple):
+        return ("seq", tuple(_event_key(x) for x in value))
+    if isinstance(value, dp_event.DpEvent) and attr.has(type(value)):
+        cls = type(value)
+        fields = tuple(
+            (f.name, _event_key(getattr(value, f.name))) for f in attr.fields(cls)
+        )
+        return (f"{cls.__module__}.{cls.__qualname__}", fields)
+    raise _Uncacheable(type(value).__name__)
+
+
+class _ResultCache:
+    """Process-wide LRU of (query, public parameters) -> epsilon or delta.
+
+    Every input of a query is public (the event's parameters, the accounting and its
+    settings, the delta or epsilon asked for), so a repeated query (a calibration that
+    prices the same candidate twice, an estimator reporting the epsilon its calibration
+    already computed, a second fit with the same settings) returns the first answer
+    instead of composing again. The value is the one the accountant computed; nothing
+    about privacy changes.
+    """
+
+    def __init__(self, size: int = 4096):
+        self._size = size
+        self._data: OrderedDict = OrderedDict()
+        self._lock = threading.Lock()
+        self.hits = 0
+
+    def lookup(self, key, compute):
+        if key is None:
+            return compute()
+        with self._lock:
+            if key in self._data:
+                self._data.move_to_end(key)
+                self.hits += 1
+                return self._data[key]
+        value = compute()
+        with self._lock:
+            self._data[key] = value
+            if len(self._data) > self._size:
+                self._data.popitem(last=False)
+        return value
+
+    def clear(self) -> None:
+        with self._lock:
+            self._data.clear()
+
+
+_RESULTS = _ResultCache()
