@@ -120,9 +120,21 @@ def calibrate(
     to_u = math.log if use_log else (lambda x: x)
     u_good, u_bad = to_u(good), to_u(bad)
     xtol = rtol if use_log else atol + rtol * max(abs(good), abs(bad))
+    # Privacy costs (deltas above all) vary over orders of magnitude: Brent's method on
+    # log(cost) - log(target), which has the same sign, is nearly linear near the root
+    # and needs fewer evaluations than on cost - target.
+    if target > 0:
+
+        def gap(u: float) -> float:
+            return math.log(max(cost(to_x(u)), 1e-300)) - math.log(target)
+    else:
+
+        def gap(u: float) -> float:
+            return cost(to_x(u)) - target
+
     try:
         optimize.brentq(
-            lambda u: cost(to_x(u)) - target,
+            gap,
             min(u_good, u_bad),
             max(u_good, u_bad),
             xtol=max(xtol, 1e-300),
@@ -131,6 +143,30 @@ def calibrate(
         )
     except (RuntimeError, ValueError):
         pass  # keep whatever the evaluations established
+    # Brent may stop on a point just past the boundary: first step from the nearest
+    # point that misses toward the safe side by half the tolerance, then bisect, until an
+    # admissible point lies within the tolerance of a point that misses.
+    nudge = True
+    for _ in range(64):
+        admissible = [x for x, value in evaluated.items() if value <= target]
+        good = min(admissible) if good_is_high else max(admissible)
+        beyond = [x for x, value in evaluated.items() if value > target]
+        beyond = [x for x in beyond if (x < good if good_is_high else x > good)]
+        if not beyond:
+            break
+        bad = max(beyond) if good_is_high else min(beyond)
+        u_good, u_bad = to_u(good), to_u(bad)
+        width = abs(u_good - u_bad)
+        if width <= xtol * 1.01:
+            break
+        u_next = u_bad + math.copysign(xtol / 2, u_good - u_bad) if nudge else u_bad
+        if not nudge or width <= xtol:
+            u_next = (u_good + u_bad) / 2
+        nudge = False
+        x_next = to_x(u_next)
+        if x_next in evaluated or not min(good, bad) < x_next < max(good, bad):
+            break
+        cost(x_next)
     admissible = [x for x, value in evaluated.items() if value <= target]
     return min(admissible) if good_is_high else max(admissible)
 
