@@ -149,14 +149,11 @@ def test_discrete_gaussian_variance_for_large_sigma(sigma):
     assert stats.kstest(draws / sigma, "norm").pvalue > 1e-3
 
 
-def test_samplers_are_fast_and_reproducible():
-    import time
-
+def test_samplers_are_reproducible():
+    # (speed is measured in benchmarks, not asserted in unit tests)
     rng = np.random.default_rng(15)
-    start = time.perf_counter()
     a = discrete_gaussian(1234.5, 100_000, rng)
     discrete_laplace(1234.5, 100_000, rng)
-    assert time.perf_counter() - start < 5.0
     b = discrete_gaussian(1234.5, 100_000, np.random.default_rng(15))
     np.testing.assert_array_equal(a, b)
     assert isinstance(discrete_gaussian(2.0, None, rng), int)
