@@ -120,9 +120,9 @@ def _check_dpsgd_calibration(epsilon, q, steps):
     assert PrivacyAccountant().compose(dpsgd_event(z, q, steps)).get_epsilon(1e-5) <= epsilon
 
 
-@settings(max_examples=1, deadline=None)  # the wide variant below runs 30 (-m slow)
-@given(epsilon=st.floats(0.3, 4), q=st.floats(0.005, 0.2), steps=st.integers(10, 300))
+@pytest.mark.parametrize(("epsilon", "q", "steps"), [(1.0, 0.05, 100), (3.0, 0.2, 30)])
 def test_dpsgd_calibration_never_overspends(epsilon, q, steps):
+    # two fixed cases in the default run; the wide random variant below runs 30 (-m slow)
     _check_dpsgd_calibration(epsilon, q, steps)
 
 
