@@ -154,9 +154,11 @@ def numeric_features(X, name: str = "X"):
                 if _is_missing(cell):
                     missing[j] = missing.get(j, 0) + 1
                     continue
+                if not isinstance(cell, str | bytes):
+                    continue  # other objects: scikit-learn's own TypeError names them
                 try:
                     float(cell)
-                except (TypeError, ValueError):
+                except ValueError:
                     first = text.get(j)
                     plain = cell.item() if isinstance(cell, np.generic) else cell
                     text[j] = (first[0], first[1], first[2] + 1) if first else (i, plain, 1)
