@@ -162,7 +162,7 @@ def test_cli_budget_commands(tmp_path, capsys):
             "--budget",
             str(path),
             "--out",
-            str(tmp_path / "m.json"),
+            str(tmp_path / "m2.json"),
         ]
     )
     assert code == 2 and "budget" in out.err and len(out.err.strip().splitlines()) == 1

@@ -222,8 +222,11 @@ def test_plot_privacy_profile_writes_png(tmp_path, capsys):
         "--out",
         str(target),
     ]
-    code, _, _ = run(argv, capsys)
-    assert code == 0
+    # a missing directory is refused (a typo in --out should not create directories)
+    code, out, err = run(argv, capsys)
+    assert code == 2 and out == "" and "--mkdir" in err and not target.parent.exists()
+    code, _, err = run([*argv, "--mkdir"], capsys)
+    assert code == 0 and f"created directory {target.parent}" in err
     assert target.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
@@ -253,7 +256,18 @@ def test_fit_adult_json(tmp_path, capsys):
     code, stdout, _ = run(argv, capsys)
     assert code == 0
     res = json.loads(stdout)
-    assert set(res) == {"accuracy", "epsilon", "delta", "method", "fit_seconds"}
+    # --json carries every field of the table
+    assert set(res) == {
+        "accuracy",
+        "epsilon",
+        "delta",
+        "method",
+        "fit_seconds",
+        "n_train",
+        "n_test",
+        "model_file",
+    }
+    assert res["n_train"] + res["n_test"] == 45_222 and res["model_file"] == str(out)
     assert res["epsilon"] <= 1.0 and res["method"] == "amp"
     assert res["accuracy"] > 0.80
     model = json.loads(out.read_text())

@@ -38,7 +38,7 @@ def test_csv_loader(tmp_path):
     with pytest.raises(ValueError, match="target column 'y'"):
         load_csv(path, "y")
     path.write_text("a,label\nred,1\n")
-    with pytest.raises(ValueError, match="column 'a' is not numeric"):
+    with pytest.raises(ValueError, match="column 'a' holds text"):
         load_csv(path, "label")
     path.write_text("a,label\nnan,1\n")
     with pytest.raises(ValueError, match="column 'a'"):

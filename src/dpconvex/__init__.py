@@ -2,7 +2,13 @@
 
 from . import accounting
 from .budget import Budget, BudgetExceededError, LedgerError, LedgerTamperedError
-from .models import DPHuberRegressor, DPLinearRegression, DPLogisticRegression
+from .models import (
+    DPHuberRegressor,
+    DPLinearRegression,
+    DPLogisticRegression,
+    load_model,
+    save_model,
+)
 from .models.clipping import ClippingWarning
 from .tuning import PrivateRandomSearch
 
@@ -20,4 +26,6 @@ __all__ = [
     "PrivateRandomSearch",
     "__version__",
     "accounting",
+    "load_model",
+    "save_model",
 ]

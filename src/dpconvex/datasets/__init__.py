@@ -2,7 +2,7 @@
 
 from .adult import load_adult
 from .base import Dataset
-from .files import load_csv, load_libsvm
+from .files import load_csv, load_csv_features, load_libsvm
 from .gisette import find_gisette, gisette_surrogate, load_gisette
 from .synthetic import load_synthetic_h, load_synthetic_l
 
@@ -19,6 +19,7 @@ __all__ = [
     "gisette_surrogate",
     "load_adult",
     "load_csv",
+    "load_csv_features",
     "load_gisette",
     "load_libsvm",
     "load_synthetic_h",

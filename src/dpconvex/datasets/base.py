@@ -25,7 +25,25 @@ class Dataset:
         if not 0 < test_size < 1:
             raise ValueError(f"test_size must be in (0, 1), got {test_size}")
         n = self.y.shape[0]
-        order = np.random.default_rng(seed).permutation(n)
         n_test = int(round(test_size * n))
+        if n_test < 1 or n_test >= n:
+            need = _rows_to_split(test_size)
+            raise ValueError(
+                f"{self.name or 'the data'} has {n} row{'s' if n != 1 else ''}: too few to split "
+                f"into training and test rows with test_size={test_size:g}; it needs at least "
+                f"{need} rows (or a test_size that leaves at least one row on each side)"
+            )
+        order = np.random.default_rng(seed).permutation(n)
         train, test = order[: n - n_test], order[n - n_test :]
         return self.X[train], self.X[test], self.y[train], self.y[test]
+
+
+def _rows_to_split(test_size: float) -> int:
+    """The fewest rows n whose split leaves at least one training and one test row.
+
+    Larger n may still fail for test_size near 1; this is what the error message quotes.
+    """
+    n = max(2, int(0.5 / test_size), int(0.5 / (1 - test_size)))
+    while not 1 <= int(round(test_size * n)) < n:
+        n += 1
+    return n

@@ -1,5 +1,12 @@
-"""scikit-learn estimators."""
+"""scikit-learn estimators, and their model files."""
 
 from .linear import DPHuberRegressor, DPLinearRegression, DPLogisticRegression
+from .persist import load_model, save_model
 
-__all__ = ["DPHuberRegressor", "DPLinearRegression", "DPLogisticRegression"]
+__all__ = [
+    "DPHuberRegressor",
+    "DPLinearRegression",
+    "DPLogisticRegression",
+    "load_model",
+    "save_model",
+]

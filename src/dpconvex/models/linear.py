@@ -220,6 +220,7 @@ class _DPLinearModel(BaseEstimator):
             X, y = check_dask_inputs(X, y)
             self.n_features_in_ = int(X.shape[1])
             return X, y
+        v.numeric_features(X)  # text or missing values: name the column, not the cell
         return validate_data(self, X, y, accept_sparse="csr", dtype=np.float64, **kwargs)
 
     def _linear(self, X) -> np.ndarray:
@@ -230,6 +231,7 @@ class _DPLinearModel(BaseEstimator):
             if X.shape[1] != self.n_features_in_:
                 raise ValueError(f"X has {X.shape[1]} features, expected {self.n_features_in_}")
             return linear_scores(self, X)
+        v.numeric_features(X)
         X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
         Xt = transform_rows(X, self.row_norm, self.row_bound, check=False)
         return np.asarray(Xt @ self.coef_.T) + self.intercept_

@@ -28,20 +28,47 @@ def _as_count(k: float) -> int:
 
 @click.command("counting")
 @click.option(
-    "--k", "k", type=float, required=True, help="Number of counting queries (1e6 is accepted)."
+    "--k",
+    "k",
+    type=float,
+    required=True,
+    help="Number of counting queries answered together (each person changes each count by "
+    "at most 1); 1e6 is accepted.",
 )
-@click.option("--epsilon", type=float, required=True, help="Target epsilon (> 0).")
-@click.option("--delta", type=float, required=True, help="Target delta, in (0, 1).")
+@click.option(
+    "--epsilon",
+    type=float,
+    required=True,
+    help="Target epsilon (> 0) for all K answers together: smaller is more private and noisier.",
+)
+@click.option(
+    "--delta",
+    type=float,
+    required=True,
+    help="Target delta, in (0, 1): the small probability that the epsilon guarantee fails. "
+    "Choose it well below 1 / (number of people), e.g. 1e-5.",
+)
 @click.option(
     "--p",
     "p",
     type=float,
     default=None,
-    help="Exponent of the GG noise (>= 1); default: the p minimizing E max error.",
+    help="Shape of the noise, >= 1: density proportional to exp(-|x / sigma|^p) (p = 2 is "
+    "Gaussian noise). Default: the p with the smallest expected largest error.",
 )
-@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print the result as JSON (for scripts) instead of a table.",
+)
 def counting(k: float, epsilon: float, delta: float, p: float | None, as_json: bool) -> None:
-    """Generalized Gaussian vs Gaussian mechanism for K counting queries (l_inf-sensitivity 1)."""
+    """Noise for K counting queries released together, and its largest expected error.
+
+    Calibrates Generalized Gaussian noise (exponent --p) to (epsilon, delta) and
+    prints its scale sigma, the expected largest error over the K answers and the
+    epsilon the accountant reports, beside the same numbers for Gaussian noise.
+    """
     summary = counting_summary(_as_count(k), epsilon, delta, p)
     if as_json:
         click.echo(json.dumps(summary, indent=2))

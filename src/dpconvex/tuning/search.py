@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import sys
 from numbers import Real
 
 import numpy as np
@@ -95,6 +96,9 @@ class PrivateRandomSearch(MetaEstimatorMixin, BaseEstimator):
     random_state : None (OS entropy), an int, or a numpy Generator.
     budget : None, a :class:`dpconvex.Budget` or the path of its ledger; the whole
         search's event is charged before any run touches the data.
+    verbose : False (default) or True: report progress on stderr (a line while the
+        per-run budget is calibrated, then a progress bar over the K runs). It changes
+        nothing that is computed or released.
 
     The label set of a classifier is the estimator's declared ``classes`` (default
     [0, 1]); labels outside it are refused before anything is spent.
@@ -122,6 +126,7 @@ class PrivateRandomSearch(MetaEstimatorMixin, BaseEstimator):
         run_epsilon=None,
         random_state=None,
         budget=None,
+        verbose=False,
     ):
         self.estimator = estimator
         self.param_distributions = param_distributions
@@ -135,6 +140,7 @@ class PrivateRandomSearch(MetaEstimatorMixin, BaseEstimator):
         self.run_epsilon = run_epsilon
         self.random_state = random_state
         self.budget = budget
+        self.verbose = verbose
 
     # -- privacy plan ------------------------------------------------------------
     def _relevant_choices(self) -> dict:
@@ -262,6 +268,7 @@ class PrivateRandomSearch(MetaEstimatorMixin, BaseEstimator):
             X_train, y_train = X, y
         shape_info = (X_train.shape[0], X_train.shape[1])
         if self.run_epsilon is None:
+            self._say("calibrating the per-run budget to the total epsilon ...")
             run_epsilon = self._calibrate_run_epsilon(shape_info)
         else:
             run_epsilon = v.positive("run_epsilon", self.run_epsilon)
@@ -283,6 +290,7 @@ class PrivateRandomSearch(MetaEstimatorMixin, BaseEstimator):
                 "the random number of runs was 0 (probability exp(-mu)); nothing is selected"
             )
         best = None
+        bar = self._progress(k)
         for _ in range(k):
             params = {name: _draw(space, rng) for name, space in self.param_distributions.items()}
             est = clone(self.estimator).set_params(
@@ -301,6 +309,8 @@ class PrivateRandomSearch(MetaEstimatorMixin, BaseEstimator):
                 score = noisy / len(y_val)
             if best is None or score > best[0]:
                 best = (score, params, est)
+            bar.update(1)
+        bar.close()
         self.best_score_, self.best_params_, self.best_estimator_ = best
         self.n_candidates_ = k
         self.run_epsilon_ = float(run_epsilon)
@@ -310,6 +320,22 @@ class PrivateRandomSearch(MetaEstimatorMixin, BaseEstimator):
         if classifier:
             self.classes_ = classes
         return self
+
+    # -- progress (stderr only; never touches rng or results) --------------------
+    def _say(self, message: str) -> None:
+        if self.verbose:
+            print(f"PrivateRandomSearch: {message}", file=sys.stderr, flush=True)
+
+    def _progress(self, k: int):
+        from tqdm import tqdm
+
+        return tqdm(
+            total=k,
+            desc=f"PrivateRandomSearch: {k} runs",
+            unit="run",
+            file=sys.stderr,
+            disable=not self.verbose,
+        )
 
     # -- delegation ----------------------------------------------------------------
     def predict(self, X):
