@@ -14,6 +14,7 @@ Papernot-Steinke tuning of our own mechanisms works unchanged.
 
 from __future__ import annotations
 
+import math
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
@@ -174,11 +175,103 @@ class RdpAccountant(rdp_privacy_accountant.RdpAccountant):
                 curves = [acc.compose(e).rdp for acc, e in zip(inner, event.events, strict=True)]
                 self._rdp += count * np.max(curves, axis=0)
             return None
+        if (
+            isinstance(event, dp_event.RepeatAndSelectDpEvent)
+            and event.shape == math.inf
+            and _contains_ours(event.event)
+        ):
+            return self._compose_poisson_tuning(event, count, do_compose)
         # dp_accounting logs (via absl) one warning per RDP order whose series does not
         # converge and leaves that order out (its RDP is inf): epsilon stays an upper
         # bound. Drop and count those lines; every other warning passes (see _logs).
         with quiet_rdp_convergence():
             return super()._maybe_compose(event, count, do_compose)
+
+    def _compose_poisson_tuning(self, event, count, do_compose):
+        """Papernot-Steinke Thm 6 with the base delta from the exact privacy profile.
+
+        Papernot & Steinke 2022 ("Hyperparameter tuning with Renyi differential
+        privacy", arXiv 2110.03620, Thm 6): if the base algorithm Q is
+        (lambda, eps)-RDP *and* (eps_hat, delta_hat)-DP, with
+        e^eps_hat <= 1 + 1/(lambda - 1), then repeat-and-select with K ~ Poisson(mu)
+        is (lambda, eps + mu delta_hat + log(mu)/(lambda - 1))-RDP. The theorem takes
+        the (eps_hat, delta_hat)-DP guarantee from any valid source; dp_accounting
+        converts Q's RDP curve, which wastes a few percent. For bases containing
+        objective perturbation / AMP we also compute delta_hat(eps_hat) from the
+        base's PLD (an upper bound on its privacy profile, pessimistic
+        discretization) and use the smaller of the two (both valid), at
+        eps_hat = log(1 + 1/(lambda - 1)) as dp_accounting does. Thm 2 (truncated
+        negative binomial) is an RDP-only statement and stays with dp_accounting.
+        Only for our events: dp_accounting's own bases (e.g. honest DP-SGD) keep its
+        pricing, which reproduces the paper baselines (spec objpert.md §9.2).
+        """
+        if math.isnan(event.mean) or event.mean < 1:
+            raise ValueError(f"Mean of number of repetitions must be >=1. Got {event.mean}.")
+        inner = RdpAccountant(self._orders, self.neighboring_relation)
+        error = inner._maybe_compose(event.event, 1, do_compose)
+        if error is not None or not do_compose:
+            return error
+        orders, rdp = np.asarray(self._orders, dtype=float), inner._rdp
+        out = np.full(orders.size, np.inf)
+        ok = orders > 1
+        eps_hat = np.log1p(1.0 / (orders[ok] - 1.0))
+        from_rdp = np.array(
+            [rdp_privacy_accountant.compute_delta(orders, rdp, e)[0] for e in eps_hat]
+        )
+        exact = base_delta_from_pld(event.event, eps_hat)
+        delta_hat = from_rdp if exact is None else np.minimum(from_rdp, exact)
+        out[ok] = rdp[ok] + event.mean * delta_hat + math.log(event.mean) / (orders[ok] - 1.0)
+        self._rdp = self._rdp + count * out
+        return None
+
+
+def _contains_ours(event) -> bool:
+    """Whether objective perturbation or AMP occurs anywhere in ``event``."""
+    if isinstance(event, _OURS):
+        return True
+    children = getattr(event, "events", None)
+    if children is None:
+        child = getattr(event, "event", None)
+        children = [] if child is None else [child]
+    return any(_contains_ours(e) for e in children)
+
+
+_BASE_PLDS: OrderedDict = OrderedDict()
+
+
+def base_delta_from_pld(event, epsilons, h: float = 1e-4) -> np.ndarray | None:
+    """delta(epsilon) of ``event`` by PLD accounting (upper bounds), None if PLD cannot price it.
+
+    A data-independent random choice (:class:`RandomChoiceDpEvent`) gets the largest
+    delta of its options: H_a is jointly convex, so a mixture with the same weights
+    on both neighbours is at most the largest option's.
+    """
+    epsilons = np.atleast_1d(np.asarray(epsilons, dtype=float))
+    if isinstance(event, RandomChoiceDpEvent):
+        parts = [base_delta_from_pld(e, epsilons, h) for e in event.events]
+        return None if any(p is None for p in parts) else np.max(parts, axis=0)
+    try:
+        key = (_event_key(event), h)
+    except _Uncacheable:
+        key = None
+    front = None if key is None else _BASE_PLDS.get(key)
+    if front is None:
+        front = PrivacyAccountant("pld", value_discretization_interval=h)
+        try:
+            front.compose(event)
+        except (UnsupportedEventError, ValueError):
+            return None
+        if key is not None:
+            _BASE_PLDS[key] = front
+            while len(_BASE_PLDS) > 32:
+                _BASE_PLDS.popitem(last=False)
+    if key is not None:
+        _BASE_PLDS.move_to_end(key)
+    order = np.argsort(epsilons)  # dp_accounting wants ascending epsilons
+    curves = [np.asarray(acc._pld.get_delta_for_epsilon(epsilons[order])) for acc in front._plds()]
+    out = np.empty(epsilons.size)
+    out[order] = np.minimum.reduce(curves)
+    return out
 
 
 class PLDAccountant(pld_privacy_accountant.PLDAccountant):
@@ -188,13 +281,36 @@ class PLDAccountant(pld_privacy_accountant.PLDAccountant):
     AMP through that pair composed with its Gaussian output step (§D.3.1); both
     also under Poisson subsampling (:func:`dpconvex.accounting.pld.poisson_subsample`).
     Discretization is pessimistic, so reported epsilons are upper bounds.
+
+    ``subsampled_add_pair`` picks the add-direction pair of our Poisson-subsampled
+    events, ``"thm11"`` (Zhu, Dong & Wang 2022, Thm 11) or ``"mixture"``
+    (P, (1-q)P + qQ); both are valid (:func:`dpconvex.accounting.pld.poisson_subsample`).
+    After composition, ``used_subsampled_pair`` tells whether the choice mattered.
     """
+
+    def __init__(
+        self,
+        neighboring_relation: NeighboringRelation = _ADD_REMOVE,
+        value_discretization_interval: float = 1e-4,
+        subsampled_add_pair: str = "thm11",
+    ):
+        super().__init__(neighboring_relation, value_discretization_interval)
+        if subsampled_add_pair not in _pld.ADD_PAIRS:
+            raise ValueError(
+                f"subsampled_add_pair must be one of {_pld.ADD_PAIRS}, got {subsampled_add_pair!r}"
+            )
+        self.subsampled_add_pair = subsampled_add_pair
+        self.used_subsampled_pair = False
 
     def _our_loss_pmfs(self, event) -> tuple[_pld.LossPmf, _pld.LossPmf | None]:
         """(remove, add) PLRVs of one of our events (add None: symmetric)."""
         h = self._value_discretization_interval
         if isinstance(event, dp_event.PoissonSampledDpEvent):
-            return _pld.poisson_subsample(_our_loss_pmf(event.event, h), event.sampling_probability)
+            q = event.sampling_probability
+            self.used_subsampled_pair |= 0 < q < 1
+            return _pld.poisson_subsample(
+                _our_loss_pmf(event.event, h), q, self.subsampled_add_pair
+            )
         return _our_loss_pmf(event, h), None
 
     def _compose_ours(self, remove: _pld.LossPmf, add: _pld.LossPmf | None, count: int) -> None:
@@ -330,16 +446,29 @@ class PrivacyAccountant:
         )
 
     # -- queries -------------------------------------------------------------
-    def _pld(self, slack: float = _pld.UNTILTED_SLACK):
-        """The composed PLD, its FFT round-off allowance at most ``slack`` of any delta."""
+    def _plds(self, slack: float = _pld.UNTILTED_SLACK) -> tuple:
+        """The composed PLD(s), FFT round-off allowance at most ``slack`` of any delta.
+
+        One PLD, or two when the ledger has Poisson-subsampled events of ours: one
+        with Zhu-Dong-Wang's Thm 11 add-direction pair for all of them, one with the
+        mixture pair (P, (1-q)P + qQ) (:func:`dpconvex.accounting.pld.poisson_subsample`).
+        Each is a valid upper bound, so the queries report the smaller of the two.
+        """
         done = self._cache.setdefault("pld", {})
-        for have, pld in done.items():
+        for have, plds in done.items():
             if have <= slack:
-                return pld
+                return plds
         token = _pld.slack_budget.set(slack)
         try:
             acc = PLDAccountant(value_discretization_interval=self._h)
-            done[slack] = acc.compose(self.ledger)
+            acc.compose(self.ledger)
+            plds = (acc,)
+            if acc.used_subsampled_pair:
+                alt = PLDAccountant(
+                    value_discretization_interval=self._h, subsampled_add_pair="mixture"
+                )
+                plds = (acc, alt.compose(self.ledger))
+            done[slack] = plds
         finally:
             _pld.slack_budget.reset(token)
         return done[slack]
@@ -394,7 +523,7 @@ class PrivacyAccountant:
     def _epsilon(self, delta: float) -> float:
         if self.accounting_used == "pld":
             slack = min(_pld.UNTILTED_SLACK, 1e-4 * delta)  # round-off <= 1e-4 of delta
-            epsilon = float(self._pld(slack).get_epsilon(delta))
+            epsilon = min(float(acc.get_epsilon(delta)) for acc in self._plds(slack))
             if self.accounting == "auto" and epsilon == np.inf and self._rdp_supported():
                 # delta below the PLD's truncated tails (~1e-16): both are upper bounds,
                 # so the finite RDP conversion is as valid and far more useful
@@ -412,9 +541,9 @@ class PrivacyAccountant:
 
     def _delta(self, epsilon: float) -> float:
         if self.accounting_used == "pld":
-            delta = float(self._pld().get_delta(epsilon))
+            delta = min(float(acc.get_delta(epsilon)) for acc in self._plds())
             if _pld.UNTILTED_SLACK > 1e-4 * delta:  # round-off allowance too large here
-                delta = float(self._pld(1e-4 * delta).get_delta(epsilon))
+                delta = min(float(acc.get_delta(epsilon)) for acc in self._plds(1e-4 * delta))
             return delta
         return self._rdp_convert(delta_from_rdp, epsilon)
 

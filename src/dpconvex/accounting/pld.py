@@ -120,21 +120,60 @@ def _bin_up(losses: np.ndarray, masses: np.ndarray, h: float, infinity_mass: flo
     return LossPmf(h, offset, probs, float(infinity_mass))
 
 
-def poisson_subsample(pmf: LossPmf, q: float) -> tuple[LossPmf, LossPmf]:
+#: Add-direction pairs of a Poisson-subsampled event (see :func:`poisson_subsample`).
+ADD_PAIRS = ("thm11", "mixture")
+
+
+def poisson_subsample(pmf: LossPmf, q: float, add_pair: str = "thm11") -> tuple[LossPmf, LossPmf]:
     """PLRVs (remove, add) of a mechanism run on a Poisson subsample with rate ``q``.
 
-    If (P, Q) dominates the mechanism for all orders (as the pairs here do, for
-    all real epsilon), then under add/remove neighbours the subsampled mechanism
-    is dominated by (qP + (1-q)Q, Q) in the remove direction and by
-    (Q, qP + (1-q)Q) in the add direction (Zhu, Dong & Wang 2022, Thm 11). In
-    loss space, with Q's mass e^(-l) p at a loss l of mass p under P and the rest
-    of Q (where P = 0) at -inf:
-    remove: loss log(q e^l + 1 - q) with mass q p + (1-q) e^(-l) p,
-    add:    loss -log(q e^l + 1 - q) with mass e^(-l) p;
-    Q's atom contributes log(1-q) (remove) and -log(1-q) (add). Losses are
-    rounded up again, so the result stays pessimistic.
+    ``pmf`` is the PLRV w = log P/Q under P of a pair (P, Q) that dominates the
+    mechanism for all orders alpha > 0 in *both* directions: H_a(M(D) || M(D')) <=
+    H_a(P || Q) for D' = D minus a record (remove) and for D' = D plus a record
+    (add). This is the contract of every PLRV priced here (ObjPert: seed 000,
+    App. D.3, whose proof bounds |PLRV|; AMP: that pair times the Gaussian pair,
+    Thm D.1 applied in each direction; the ``PLD_RULES`` of the accountants).
+    Q's mass at loss l is e^(-l) p; the rest of Q (where P = 0) is an atom at -inf.
+
+    Remove direction (Zhu, Dong & Wang 2022, "Optimal accounting of differential
+    privacy via characteristic function", Thm 11): (qP + (1-q)Q, Q), i.e.
+    loss log(q e^l + 1 - q) with mass q p + (1-q) e^(-l) p; Q's atom gives log(1-q).
+
+    Add direction, two valid pairs (``add_pair``):
+
+    * ``"thm11"``: (Q, qP + (1-q)Q) (ZDW Thm 11; uses only the remove-direction
+      domination, flipped): loss -log(q e^l + 1 - q) with mass e^(-l) p, and Q's
+      atom at loss -log(1-q). When Q's atom is large (ObjPert: 1 - 2(1 - beta/lam)
+      Phi(-L/sigma), often > 1/2) this puts a floor of about -log(1-q) under epsilon.
+    * ``"mixture"``: (P, (1-q)P + qQ): loss -log(1 - q + q e^(-l)) with mass p;
+      P's mass at +inf (where Q = 0) gets the finite loss -log(1-q). Q's atom enters
+      only the second distribution, so it costs nothing here.
+
+    Proof sketch for ``"mixture"``. Domination for every alpha > 0 is equivalent
+    to domination of trade-off functions (Dong, Roth & Su 2022, "Gaussian
+    differential privacy", Prop. 2.12), so by Blackwell's theorem (ibid. Thm 2.10)
+    for every neighbour pair there is a Markov kernel K with K(P) = B := M(T) and
+    K(Q) = A := M(T + x), as (P, Q) dominates the add direction (B, A) of the base
+    mechanism. In the add direction the subsampled mechanism, given the subsample
+    T of D, outputs B on D and (1-q)B + qA on D + x; by linearity of K that pair is
+    K(P, (1-q)P + qQ), so H_a(B || (1-q)B + qA) <= H_a(P || (1-q)P + qQ) (data
+    processing). Averaging over T (same law on both sides) and joint convexity of
+    H_a give the claim for every alpha, hence for adaptive composition (seed 000,
+    Thm D.1). The (Q, P)-type pair in the remove direction would put Q's atom at
+    loss +inf and is not offered. ``pmf`` is itself pessimistic (losses rounded up,
+    which dominates the exact pair for every alpha), and l -> -log(1 - q + q e^(-l))
+    is increasing, so applying it to the rounded losses and rounding up again stays
+    pessimistic.
+
+    Neither add pair is always tighter: "mixture" removes the -log(1-q) floor of a
+    single run, but its KL divergence is ~q (1 - E_P e^(-w)) (first order in q)
+    while Thm 11's is O(q^2), so Thm 11 composes better over many runs.
+    :class:`~dpconvex.accounting.PrivacyAccountant` therefore evaluates both and
+    reports the smaller epsilon (or delta), each being a valid upper bound.
     """
     q = v.sampling_rate("sampling_probability", q)
+    if add_pair not in ADD_PAIRS:
+        raise ValueError(f"add_pair must be one of {ADD_PAIRS}, got {add_pair!r}")
     if q == 1.0:
         return pmf, pmf
     losses = pmf.losses
@@ -149,7 +188,15 @@ def poisson_subsample(pmf: LossPmf, q: float) -> tuple[LossPmf, LossPmf]:
         pmf.h,
         q * pmf.infinity_mass,
     )
-    add = _bin_up(np.append(-mixed, -log1mq), np.append(q_mass, q_atom), pmf.h, 0.0)
+    if add_pair == "thm11":
+        add = _bin_up(np.append(-mixed, -log1mq), np.append(q_mass, q_atom), pmf.h, 0.0)
+    else:
+        add = _bin_up(
+            np.append(-np.logaddexp(log1mq, math.log(q) - losses), -log1mq),
+            np.append(p, pmf.infinity_mass),
+            pmf.h,
+            0.0,
+        )
     return remove, add
 
 
