@@ -5,7 +5,6 @@ Build: ``pip install ".[docs]" && python -m sphinx -W --keep-going -b html docs 
 
 from __future__ import annotations
 
-import os
 import re
 import sys
 import warnings
@@ -84,7 +83,6 @@ napoleon_numpy_docstring = False  # numpydoc handles numpy-style sections
 napoleon_use_rtype = False
 
 # -- sphinx-gallery ---------------------------------------------------------
-os.environ.setdefault("OMP_NUM_THREADS", "2")
 warnings.filterwarnings("ignore", category=DeprecationWarning, module="absl")
 sphinx_gallery_conf = {
     "examples_dirs": str(ROOT / "examples"),
@@ -112,7 +110,9 @@ html_theme_options = {
     "footer_start": ["copyright"],
     "footer_end": ["sphinx-version"],
 }
-html_sidebars = {"index": []}
+# top-level pages have no section to navigate: no empty left sidebar
+_TOP_PAGES = ("index", "quickstart", "choosing", "concepts", "cli", "references", "reports")
+html_sidebars = {page: [] for page in _TOP_PAGES}
 html_show_sourcelink = False
 html_last_updated_fmt = ""
 

@@ -20,7 +20,7 @@ from dpconvex.datasets import load_adult
 
 X_train, X_test, y_train, y_test = load_adult().split(test_size=0.2, seed=0)
 
-epsilons = [0.3, 1.0, 3.0, 10.0]
+epsilons = [0.5, 1.0, 3.0, 10.0]
 accuracies = []
 for eps in epsilons:
     start = time.perf_counter()

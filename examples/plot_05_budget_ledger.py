@@ -22,14 +22,14 @@ X_train, X_test, y_train, y_test = load_adult().split(test_size=0.2, seed=0)
 X_small, y_small = X_train[:3000], y_train[:3000]
 
 ledger = Path(tempfile.mkdtemp()) / "adult-budget.sqlite"
-budget = Budget(ledger, epsilon=1.5, delta=1e-5)
+budget = Budget(ledger, epsilon=1.2, delta=1e-5)
 
 # %%
 # Spend: model fits and other mechanisms
 # --------------------------------------
 # An estimator given ``budget=`` charges its planned event before fitting. Other
 # mechanisms are charged with :meth:`~dpconvex.Budget.spend`. Each fit here asks
-# for epsilon = 0.5; the fifth request does not fit in the remaining budget.
+# for epsilon = 0.5; the fourth request does not fit in the remaining budget.
 for i in range(8):
     try:
         model = DPLogisticRegression(epsilon=0.5, budget=budget, random_state=i)
@@ -52,8 +52,8 @@ for e in entries:
     print(f"#{e.id} {e.mechanism:40s} epsilon after: {e.epsilon_after:.3f}")
 
 # %%
-# The ledger composes with the accountant: four fits at epsilon = 0.5 cost less than
-# 4 x 0.5 = 2, and the small Gaussian release still fits after the refusal.
+# The ledger composes with the accountant: three fits at epsilon = 0.5 cost less than
+# 3 x 0.5 = 1.5, and the small Gaussian release still fits after the refusal.
 fig, ax = plt.subplots(figsize=(6, 3.5))
 ax.step(
     range(1, len(entries) + 1), [e.epsilon_after for e in entries], where="mid",
