@@ -41,14 +41,26 @@ PAPERS = {
 }
 
 _SEED = re.compile(r"\b[Ss]eed (00[0-4])\b")
-_SEED_FILE = re.compile(r"``?(?:\.\./shared/)?(?:seeds/)?\d{3}_[0-9a-f]{16}\.txt``?,?\s*")
-_SPEC_FILE = re.compile(r"``?(?:\.\./shared/)?spec/[\w.-]+\.md``?")
+_SEED_FILE = re.compile(r"(?:``?)?(?:\.\./shared/)?(?:seeds/)?\d{3}_[0-9a-f]{16}\.txt(?:``?)?,?\s*")
+_SPEC_FILE = re.compile(r"(?:``?)?(?:\.\./shared/)?spec/[\w.-]+\.md(?:``?)?")
 
 
 def replace_seed_mentions(text: str) -> str:
     """"seed 000" -> "Redberg, Koskela & Wang (arXiv 2401.00583)"; file paths a clone
     does not have are dropped (paper texts) or named for what they are (digests)."""
-    text = _SEED_FILE.sub("", text)
-    text = _SPEC_FILE.sub("the implementation notes", text)
-    text = _SEED.sub(lambda m: PAPERS[m.group(1)][0], text)
-    return text.replace("(, ", "(").replace(", )", ")").replace("()", "")
+    new = _SEED_FILE.sub("", text)
+    new = _SPEC_FILE.sub("the implementation notes", new)
+    new = _SEED.sub(lambda m: PAPERS[m.group(1)][0], new)
+    if new == text:
+        return text
+    for old, repl in [
+        ("implementation digest the implementation notes", "implementation notes"),
+        ("digest the implementation notes", "implementation notes"),
+        ("(, ", "("),
+        (", )", ")"),
+        ("; )", ")"),
+        ("()", ""),
+        ("( ", "("),
+    ]:
+        new = new.replace(old, repl)
+    return re.sub(r"(?<=\S) +(?=[,;])", "", new)
