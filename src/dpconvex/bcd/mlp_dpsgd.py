@@ -26,7 +26,7 @@ from .network import one_hot, relu
 
 
 def mlp_forward(params: dict[str, np.ndarray], X) -> np.ndarray:
-    """Outputs of the plain ReLU MLP ``W0 .. WD`` on the rows of X (normalized)."""
+    """Outputs of the plain ReLU MLP ``W0``, ..., ``WD`` on the rows of X (normalized)."""
     x = normalize_rows(finite_matrix("X", X))
     depth = len(params) - 1
     for d in range(depth):

@@ -248,50 +248,70 @@ class _DPLinearModel(BaseEstimator):
 
 
 class DPLogisticRegression(ClassifierMixin, _DPLinearModel):
-    _parameter_constraints: dict = {**_COMMON_CONSTRAINTS, "classes": "no_validation"}
-
     """(epsilon, delta)-DP logistic regression.
 
     The label set is public and declared (``classes``); it is never read off y.
 
     Parameters
     ----------
-    epsilon, delta : privacy budget of the whole fit (all classes together).
-    method : "amp" (default), "output", "dpsgd" or "dpgd"; see the module docstring.
-    classes : the labels, declared without looking at the data (they are released with
+    epsilon, delta : float
+        Privacy budget of the whole fit (all classes together).
+    method : {"amp", "output", "dpsgd", "dpgd"}
+        "amp" (default), "output", "dpsgd" or "dpgd"; see the module docstring.
+    classes : list, optional
+        The labels, declared without looking at the data (they are released with
         the model); default [0, 1]. Labels in y outside this set are an error. More than
         two classes are fitted one-vs-rest, one problem per declared class.
-    accounting : "pld" (default, tighter) or "rdp" (as in seed 000's experiments).
-    fit_intercept, intercept_scaling : augmented constant feature, regularized and perturbed.
-    row_norm, row_bound : row policy "normalize" (default), "clip" or "error", and the bound.
-    clip : gradient clipping threshold C; default: the row bound R (sqrt 2 for unit rows
+    accounting : {"pld", "rdp"}
+        "pld" (default, tighter) or "rdp" (as in seed 000's experiments).
+    fit_intercept, intercept_scaling : bool, float
+        Augmented constant feature, regularized and perturbed.
+    row_norm, row_bound : {"normalize", "clip", "error"}, float
+        Row policy "normalize" (default), "clip" or "error", and the bound.
+    clip : float, optional
+        Gradient clipping threshold C; default: the row bound R (sqrt 2 for unit rows
         plus a bias), which leaves the logistic loss unclipped.
-    lam : regularization; default: the paper's rule (amp), a noise-scale rule (output),
+    lam : float, optional
+        Regularization; default: the paper's rule (amp), a noise-scale rule (output),
         0 (dpsgd, dpgd).
-    tau, sigma_out, noise_factor : AMP's certificate (the solver must reach ||grad|| <= tau),
+    tau, sigma_out, noise_factor : float
+        AMP's certificate (the solver must reach ||grad|| <= tau),
         output noise, and the f of the lam rule. The output step costs privacy through
         2 tau / (lam sigma_out) only, so by default tau is tiny (1e-12 n L, which the
         solver reaches in float64) and sigma_out tiny with it, taking 1e-4 of the budget:
         no noise floor as epsilon grows. Output perturbation uses tau (default 1e-12 n L)
         too. The paper's settings are tau=0.01, sigma_out=0.15, noise_factor=1.3.
-    solver, max_iter : AMP / output-perturbation solver ("auto", "lbfgs", "newton", "svrg").
-    epochs, batch_size, learning_rate, optimizer : DP-SGD / DP-GD settings (epochs:
+    solver, max_iter : str, int
+        AMP / output-perturbation solver ("auto", "lbfgs", "newton", "svrg").
+    epochs, batch_size, learning_rate, optimizer : int, int, float, {"adam", "sgd"}
+        DP-SGD / DP-GD settings (epochs:
         None = 60 passes for DP-SGD, and for DP-GD a step count that grows with
         epsilon, min(1000, max(100, n^2 eps^2 / (2 d log(1/delta))));
-        (learning_rate default 0.02 for Adam, 0.5 for SGD).
-    random_state : None (OS entropy, the default), an int seed, or a numpy Generator.
-    budget : None, a :class:`dpconvex.Budget` or the path of its ledger; the fit charges
+        learning_rate default 0.02 for Adam, 0.5 for SGD).
+    random_state : None, int or numpy.random.Generator
+        None (OS entropy, the default), an int seed, or a numpy Generator.
+    budget : None, Budget or path
+        None, a :class:`dpconvex.Budget` or the path of its ledger; the fit charges
         its planned event to the ledger before it uses the data, and raises
         ``BudgetExceededError`` (training nothing) if the charge would overspend.
 
     Attributes
     ----------
-    classes_, coef_, intercept_ ; epsilon_, delta_ (spent, from the accountant);
-    dp_event_ (the event pricing the fit); mechanism_params_ (calibrated noise, lam, ...).
-    n_iter_ : a diagnostic for the data owner, **not covered by the guarantee** for
+    classes_, coef_, intercept_ : ndarray
+        The declared labels and the fitted linear model.
+    epsilon_, delta_ : float
+        Spent, from the accountant.
+    dp_event_ : DpEvent
+        The event pricing the fit.
+    mechanism_params_ : dict
+        Calibrated noise, lam, ...
+    n_iter_ : ndarray
+        A diagnostic for the data owner, **not covered by the guarantee** for
         "amp" and "output" (the solver's iteration count depends on the data); it is
         never written to model files. For "dpgd"/"dpsgd" it is the public step count.
     """
+
+    _parameter_constraints: dict = {**_COMMON_CONSTRAINTS, "classes": "no_validation"}
 
     def __init__(
         self,

@@ -158,6 +158,7 @@ def plan_sparse_vector(
        sparse vector meets (epsilon, delta) (PLD accountant, safe side).
     3. The threshold T puts ``expected_exceedances`` (default cutoff/2) coordinates of
        |x| above it in expectation: T = sigma * Qinv(1/p, e/k)^(1/p).
+
     Parameters depend only on (k, epsilon, delta, p, cutoff): no data.
     """
     k = v.positive_int("k", k)

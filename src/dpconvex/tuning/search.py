@@ -80,33 +80,51 @@ class PrivateRandomSearch(MetaEstimatorMixin, BaseEstimator):
 
     Parameters
     ----------
-    estimator : a dpconvex estimator (its epsilon and delta are set by the search).
-    param_distributions : dict name -> list (uniform choice) or frozen scipy
+    estimator : estimator
+        A dpconvex estimator (its epsilon and delta are set by the search).
+    param_distributions : dict
+        Name -> list (uniform choice) or frozen scipy
         distribution; each run draws every hyperparameter i.i.d. Privacy-relevant
         hyperparameters must be lists (see the module docstring).
-    epsilon, delta : budget of the whole search, tuning included.
-    mu : mean number of runs (K ~ Poisson(mu) when ``shape`` is inf).
-    shape : inf (Poisson) or >= 0 (truncated negative binomial; 1 geometric, 0 logarithmic).
-    scoring : "noisy_validation" (default, classifiers) or "public" (pass X_public,
+    epsilon, delta : float
+        Budget of the whole search, tuning included.
+    mu : float
+        Mean number of runs (K ~ Poisson(mu) when ``shape`` is inf).
+    shape : float
+        inf (Poisson) or >= 0 (truncated negative binomial; 1 geometric, 0 logarithmic).
+    scoring : {"noisy_validation", "public"}
+        "noisy_validation" (default, classifiers) or "public" (pass X_public,
         y_public to fit; accuracy for classifiers, R^2 for regressors).
-    validation_fraction : share of rows held out for the noisy validation score.
-    score_noise : scale of the discrete Gaussian noise on the validation count of correct
+    validation_fraction : float
+        Share of rows held out for the noisy validation score.
+    score_noise : float
+        Scale of the discrete Gaussian noise on the validation count of correct
         predictions (about its standard deviation).
-    run_epsilon : per-run epsilon; None (default) calibrates it to meet ``epsilon``.
-    random_state : None (OS entropy), an int, or a numpy Generator.
-    budget : None, a :class:`dpconvex.Budget` or the path of its ledger; the whole
+    run_epsilon : float, optional
+        Per-run epsilon; None (default) calibrates it to meet ``epsilon``.
+    random_state : None, int or numpy.random.Generator
+        None (OS entropy), an int, or a numpy Generator.
+    budget : None, Budget or path
+        None, a :class:`dpconvex.Budget` or the path of its ledger; the whole
         search's event is charged before any run touches the data.
     verbose : False (default) or True: report progress on stderr (a line while the
         per-run budget is calibrated, then a progress bar over the K runs). It changes
         nothing that is computed or released.
 
+    Attributes
+    ----------
+    best_estimator_, best_params_, best_score_
+        The best run; its score is noisy when scoring is private.
+    n_candidates_ : int
+        K, data-independent.
+    run_epsilon_, dp_event_, epsilon_, delta_
+        The per-run budget, the event of the whole search and what it spent.
+
+    Notes
+    -----
     The label set of a classifier is the estimator's declared ``classes`` (default
     [0, 1]); labels outside it are refused before anything is spent.
 
-    Attributes
-    ----------
-    best_estimator_, best_params_, best_score_ (noisy when scoring is private),
-    n_candidates_ (K, data-independent), run_epsilon_, dp_event_, epsilon_, delta_.
     The best estimator is trained on the training part only: refitting on all rows
     would cost more privacy.
     """
