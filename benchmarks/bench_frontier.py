@@ -113,11 +113,19 @@ def run_regression(n, d, methods, epsilons, seeds):
     return rows
 
 
+def _stats(scores) -> tuple[float, float]:
+    """(mean, sd with ddof 1) of per-seed scores, or of a saved summary {"mean", "sd"}."""
+    if isinstance(scores, dict):
+        return float(scores["mean"]), float(scores["sd"])
+    sd = float(np.std(scores, ddof=1)) if len(scores) > 1 else 0.0
+    return float(np.mean(scores)), sd
+
+
 def print_table(rows, unit):
     print(f"\n| data | method | epsilon | {unit} mean | sd | non-private | gap | s |")
     print("|---|---|---|---|---|---|---|---|")
     for name, method, eps, scores, ref, seconds in rows:
-        mean, sd = float(np.mean(scores)), float(np.std(scores, ddof=1)) if len(scores) > 1 else 0.0
+        mean, sd = _stats(scores)
         digits = 2 if unit == "accuracy %" else 4
         print(
             f"| {name} | {method} | {eps:g} | {mean:.{digits}f} | {sd:.{digits}f} "
@@ -138,15 +146,15 @@ def plot(rows, directory: Path, unit: str):
         for method in dict.fromkeys(r[1] for r in group):
             pts = [r for r in group if r[1] == method]
             eps = [r[2] for r in pts]
-            mean = [np.mean(r[3]) for r in pts]
-            sd = [np.std(r[3]) for r in pts]
+            mean = [_stats(r[3])[0] for r in pts]
+            sd = [_stats(r[3])[1] for r in pts]
             ax.errorbar(eps, mean, yerr=sd, marker="o", capsize=2, label=method)
         ax.axhline(group[0][4], color="k", ls="--", lw=1, label="non-private")
         ax.set_xscale("log")
         ax.set_xlabel("epsilon (delta = 1e-5)")
         ax.set_ylabel(unit)
         ax.set_title(name)
-        low = min(np.mean(r[3]) for r in group)
+        low = min(_stats(r[3])[0] for r in group)
         ax.set_ylim(max(low, group[0][4] - (20 if unit == "accuracy %" else 0.5)), None)
         ax.legend(fontsize=7)
         fig.tight_layout()
