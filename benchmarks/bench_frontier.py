@@ -155,7 +155,8 @@ def plot(rows, directory: Path, unit: str):
         ax.set_ylabel(unit)
         ax.set_title(name)
         low = min(_stats(r[3])[0] for r in group)
-        ax.set_ylim(max(low, group[0][4] - (20 if unit == "accuracy %" else 0.5)), None)
+        top = 100.0 if unit == "accuracy %" else 1.0  # peers' wild runs must not flatten it
+        ax.set_ylim(max(low, group[0][4] - (20 if unit == "accuracy %" else 0.5)), top)
         ax.legend(fontsize=7)
         fig.tight_layout()
         fig.savefig(directory / (name.replace(" ", "_").replace("=", "") + ".png"), dpi=110)
