@@ -1032,7 +1032,7 @@ def demo(epsilon, delta, seed, as_json):
     )
     click.echo(f"{'method':<48} {'test acc':>8} {'epsilon spent':>14} {'fit s':>7}")
     for row in result["results"]:
-        spent = "not private" if row["epsilon"] is None else f"{row['epsilon']:.8g}"
+        spent = "not private" if row["epsilon"] is None else f"{row['epsilon']:.10g}"
         click.echo(
             f"{row['method']:<48} {100 * row['accuracy']:>7.2f}% {spent:>14} "
             f"{row['fit_seconds']:>7.2f}"

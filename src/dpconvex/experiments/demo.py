@@ -21,7 +21,7 @@ def run_demo(epsilon: float = 1.0, delta: float = 1e-5, seed: int | None = None)
     X_train, X_test, y_train, y_test = data.split(0.2, seed=0)
     rows = []
     for label, method in (
-        ("AMP (Algorithm 1, PLD accounting)", "amp"),
+        ("AMP (objective perturbation, PLD accounting)", "amp"),
         ("DP-SGD (Poisson, batch 256, 60 epochs, Adam)", "dpsgd"),
     ):
         model = DPLogisticRegression(epsilon=epsilon, delta=delta, method=method, random_state=seed)
