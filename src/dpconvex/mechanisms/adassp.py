@@ -35,6 +35,7 @@ from dp_accounting.dp_event import GaussianDpEvent, SelfComposedDpEvent
 from .. import _validation as v
 from .._arrays import row_norms
 from .release import Release
+from .sources import as_rows
 
 #: failure probability of the ridge's noise bound; the paper's experiments use 0.05
 DEFAULT_RHO = 0.05
@@ -67,7 +68,6 @@ def adassp(
     delta: float,
     rng: np.random.Generator,
     rho: float = DEFAULT_RHO,
-    statistics: tuple | None = None,
 ) -> Release:
     """Release AdaSSP's ridge estimate (Wang 2018, Algorithm 2; Theorem 3 for privacy).
 
@@ -75,8 +75,9 @@ def adassp(
     caller clips). Each of the three releases adds Gaussian noise of ``noise_multiplier``
     times its sensitivity; priced by ``adassp_event(noise_multiplier)``. ``delta`` only
     sets the one-sided confidence shift of the eigenvalue release (as in the paper);
-    it is public. ``statistics`` — the output of :func:`sufficient_statistics`, computed
-    by any backend (e.g. chunk by chunk) — replaces ``X`` and ``y`` when given.
+    it is public. ``X`` may be a :class:`~dpconvex.mechanisms.sources.RowSource` (in
+    memory or out of core, then ``y=None``); its statistics are computed where the
+    rows live.
     """
     z = v.positive("noise_multiplier", noise_multiplier)
     y_bound = v.positive("y_bound", y_bound)
@@ -84,7 +85,7 @@ def adassp(
     rho = v.probability_open("rho", rho)
     if not (math.isfinite(row_bound) and row_bound > 0):
         raise ValueError(f"row_bound must be a finite number > 0, got {row_bound}")
-    gram, xty, max_norm, max_y = sufficient_statistics(X, y) if statistics is None else statistics
+    gram, xty, max_norm, max_y = as_rows(X, y, None, row_bound).sufficient_statistics()
     if not (np.all(np.isfinite(gram)) and np.all(np.isfinite(xty))):
         raise ValueError("X or y contains NaN or infinity")
     if max_norm > row_bound * (1 + 1e-9):

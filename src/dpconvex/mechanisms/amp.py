@@ -7,9 +7,10 @@ import numpy as np
 from .. import _validation as v
 from ..accounting.events import AmpDpEvent
 from ..losses import ClippedLoss, require_glm
-from ..optim import PerturbedGLMObjective, solve
-from ._checks import check_labels, check_rows, gradient_bound
+from ..optim import solve
+from ._checks import gradient_bound
 from .release import Release
+from .sources import as_rows
 
 
 def amp(
@@ -34,7 +35,9 @@ def amp(
     + b^T theta, with l_C the loss clipped at C = ``clip``, until the float64
     gradient norm of the full objective is <= ``tau``; 3. release
     theta~ + N(0, sigma_out^2 I). If step 2 does not certify, nothing is released
-    (:class:`dpconvex.optim.CertificateError`). Priced by
+    (:class:`dpconvex.optim.CertificateError`). ``X`` may be a
+    :class:`~dpconvex.mechanisms.sources.RowSource` (in memory or out of core; then
+    ``y=None``): the mechanism is the same whatever holds the rows. Priced by
     ``AmpDpEvent(sigma, lam, beta, L, tau, sigma_out)`` with beta = sup f'' R^2
     and L = min(C, sup|f'| R). Needs a GLM loss and lam > beta (else raises).
     """
@@ -42,14 +45,13 @@ def amp(
     sigma = v.positive("sigma", sigma)
     sigma_out = v.positive("sigma_out", sigma_out)
     tau = v.positive("tau", tau)
-    check_rows(X, row_bound)
-    y = check_labels(loss, y)
+    data = as_rows(X, y, loss, row_bound)
     beta = loss.curvature * row_bound**2
     lam, _ = v.regularization_exceeds_smoothness(lam, beta)
     lipschitz = gradient_bound(loss, clip, row_bound)
-    d = X.shape[1]
+    d = data.d
     b = rng.normal(0.0, sigma, d)
-    objective = PerturbedGLMObjective(X, y, ClippedLoss(loss, clip), lam, b)
+    objective = data.objective(ClippedLoss(loss, clip), lam, b)
     result = solve(objective, tau, method=solver, max_iter=max_iter, rng=rng, batch_size=batch_size)
     theta = result.theta + rng.normal(0.0, sigma_out, d)
     event = AmpDpEvent(sigma, lam, beta, lipschitz, tau, sigma_out)
@@ -58,6 +60,7 @@ def amp(
         "grad_norm": result.grad_norm,
         "grad_evals": result.grad_evals,
         "solver": result.method,
+        "passes": getattr(objective, "passes", 0),
         "sigma": sigma,
         "lam": lam,
     }

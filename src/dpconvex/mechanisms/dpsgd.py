@@ -21,9 +21,9 @@ from dp_accounting.dp_event import DpEvent, GaussianDpEvent, SelfComposedDpEvent
 from .. import _validation as v
 from ..accounting.events import dpsgd_event
 from ..losses import require_glm
-from ._checks import check_labels, check_rows
 from .release import Release
 from .rows import row_norms
+from .sources import InMemoryRows, as_rows
 
 OPTIMIZERS = ("adam", "sgd")
 
@@ -144,8 +144,26 @@ class _SparseRows(_DenseAllRows):
         ).reshape(runs, d)
 
 
-def _kernel(X, y, norms, loss, clip, q, runs):
+class _SourceFullBatch:
+    """Full batches from any row source (e.g. out of core): one pass per run and step."""
+
+    def __init__(self, source, loss, clip):
+        self.source, self.loss, self.clip = source, loss, clip
+
+    def gradients(self, theta, rng):
+        return np.vstack([self.source.clipped_gradient_sum(t, self.loss, self.clip) for t in theta])
+
+
+def _kernel(data, loss, clip, q, runs):
     """The fastest exact kernel for the data layout, the rate and the number of runs."""
+    if not isinstance(data, InMemoryRows):
+        if q is not None:
+            raise ValueError(
+                "Poisson-subsampled DP-SGD needs random access to rows; on out-of-core "
+                'data use method="dpgd" (full batches) or "amp"'
+            )
+        return _SourceFullBatch(data, loss, clip)
+    X, y, norms = data.X, data.y, row_norms(data.X)
     if q is None:
         return _FullBatch(X, y, norms, loss, clip)
     if sp.issparse(X):
@@ -182,13 +200,13 @@ def dpsgd_runs(
     with its own noise multiplier (or, with ``sampling_rate=None``, full-batch
     DP-GD, :func:`dpgd_event`); the runs are independent, as Papernot-Steinke
     tuning requires. Running them together only shares the Python-level loop and
-    the matrix products.
+    the matrix products. ``X`` may be a :class:`~dpconvex.mechanisms.sources.RowSource`
+    (then ``y=None``); out-of-core sources support full batches only.
     """
     if optimizer not in OPTIMIZERS:
         raise ValueError(f"optimizer must be one of {OPTIMIZERS}, got {optimizer!r}")
     loss = require_glm(loss)
-    check_rows(X, row_bound)
-    y = check_labels(loss, y)
+    data = as_rows(X, y, loss, row_bound)
     v.nonnegative("lam", lam)
     clip = v.positive("clip", clip)
     rates = np.atleast_1d(np.asarray(learning_rates, dtype=np.float64))
@@ -196,10 +214,10 @@ def dpsgd_runs(
     for rate, z in zip(rates, noise, strict=True):
         v.positive("learning_rate", rate)
         v.positive("noise_multiplier", z)
-    n, d = X.shape
+    n, d = data.n, data.d
     runs = rates.size
     q = None if sampling_rate is None else v.sampling_rate("sampling_rate", sampling_rate)
-    kernel = _kernel(X, y, row_norms(X), loss, clip, q, runs)
+    kernel = _kernel(data, loss, clip, q, runs)
     scale = 1.0 / ((1.0 if q is None else q) * n)
     noise_std = (noise * clip)[:, None]
     lr = rates[:, None]
@@ -304,13 +322,16 @@ def dpgd(
     """DP-GD: ``steps`` full-batch noisy clipped gradient steps; each is a Gaussian mechanism.
 
     ``steps`` Gaussian mechanisms of sensitivity C and noise z C compose exactly
-    into one of noise z / sqrt(steps).
+    into one of noise z / sqrt(steps). ``X`` may be a
+    :class:`~dpconvex.mechanisms.sources.RowSource` (then ``y=None``): out of core,
+    each step is one pass over the rows.
     """
     noise_multiplier = v.positive("noise_multiplier", noise_multiplier)
     steps = v.positive_int("steps", steps)
+    data = as_rows(X, y, require_glm(loss), row_bound)
     theta = dpsgd_runs(
-        X,
-        y,
+        data,
+        None,
         loss,
         noise_multiplier=noise_multiplier,
         clip=clip,
@@ -322,7 +343,7 @@ def dpgd(
         row_bound=row_bound,
         rng=rng,
     )[0]
-    info = {"n_iter": steps, "noise_multiplier": noise_multiplier}
+    info = {"n_iter": steps, "noise_multiplier": noise_multiplier, "passes": data.passes}
     return Release(theta, dpgd_event(noise_multiplier, steps), info)
 
 

@@ -7,9 +7,10 @@ from dp_accounting.dp_event import GaussianDpEvent
 
 from .. import _validation as v
 from ..losses import ClippedLoss, require_glm
-from ..optim import PerturbedGLMObjective, solve
-from ._checks import check_labels, check_rows, gradient_bound
+from ..optim import solve
+from ._checks import gradient_bound
 from .release import Release
+from .sources import as_rows
 
 
 def output_sensitivity(lipschitz: float, lam: float, tau: float) -> float:
@@ -42,17 +43,17 @@ def output_perturbation(
 
     Priced by a Gaussian mechanism of sensitivity (L + 2 tau)/lam
     (``GaussianDpEvent(sigma / sensitivity)``); the loss is clipped at ``clip``.
+    ``X`` may be a :class:`~dpconvex.mechanisms.sources.RowSource` (then ``y=None``).
     """
     loss = require_glm(loss)
     lam = v.positive("lam", lam)
     sigma = v.positive("sigma", sigma)
     tau = v.positive("tau", tau)
-    check_rows(X, row_bound)
-    y = check_labels(loss, y)
+    data = as_rows(X, y, loss, row_bound)
     lipschitz = gradient_bound(loss, clip, row_bound)
-    objective = PerturbedGLMObjective(X, y, ClippedLoss(loss, lipschitz), lam)
+    objective = data.objective(ClippedLoss(loss, lipschitz), lam)
     result = solve(objective, tau, method=solver, max_iter=max_iter, rng=rng, batch_size=batch_size)
-    theta = result.theta + rng.normal(0.0, sigma, X.shape[1])
+    theta = result.theta + rng.normal(0.0, sigma, data.d)
     sensitivity = output_sensitivity(lipschitz, lam, tau)
     info = {
         "n_iter": result.n_iter,
@@ -60,5 +61,6 @@ def output_perturbation(
         "sigma": sigma,
         "lam": lam,
         "sensitivity": sensitivity,
+        "passes": getattr(objective, "passes", 0),
     }
     return Release(theta, GaussianDpEvent(sigma / sensitivity), info)

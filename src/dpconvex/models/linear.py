@@ -169,9 +169,14 @@ class _DPLinearModel(BaseEstimator):
         plan = self._plan(X.shape[0], X.shape[1], k)
         params, run, planned = plan.params, plan.run, plan.event
         if is_dask_array(X):  # out of core: the row policy is applied chunk by chunk
-            from ..scale.fit import dask_runner
+            from ..scale.fit import dask_rows
 
-            run, Xt = dask_runner(self, params), X
+            if not plan.dask:  # refuse before anything is charged
+                raise ValueError(
+                    f"method={self.method!r} is not available on dask data; use one of "
+                    f"{sorted(name for name, p in PLANS.items() if p.dask)}"
+                )
+            source = dask_rows
         else:
             if self.row_norm == "clip":
                 warn_if_clipped(row_norms(X), self.row_bound, what="rows", setting="row_bound")
@@ -186,7 +191,10 @@ class _DPLinearModel(BaseEstimator):
             label=f"fit on {X.shape[0]} rows x {X.shape[1]} features",
         )
         rng = make_rng(self.random_state)
-        releases = [run(Xt, t, rng) for t in targets]
+        if is_dask_array(X):  # the same mechanism, reading a dask row source
+            releases = [run(source(self, X, t), None, rng) for t in targets]
+        else:
+            releases = [run(Xt, t, rng) for t in targets]
         if any(r.event != planned for r in releases):  # the accounting must match the run
             raise RuntimeError("mechanism event differs from the calibrated plan; not released")
         self.mechanism_params_ = params

@@ -18,6 +18,7 @@ class AdasspPlan(Plan):
     """
 
     name = "adassp"
+    dask = True
 
     def __init__(self, inputs: PlanInputs):
         super().__init__(inputs)

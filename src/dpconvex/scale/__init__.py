@@ -1,11 +1,12 @@
 """Fits on data larger than memory, with Dask (optional extra ``dpconvex[dask]``).
 
-AMP, output perturbation and DP-GD accept dask arrays: every objective evaluation
-is a pass over the row chunks, each chunk is transformed (row policy, intercept)
-and reduced where it lives, and only d-vectors travel. The privacy accounting is
-the in-memory one: same events, same calibration, same certificate.
+The mechanisms are the in-memory ones: they read their rows from a row source, and
+:class:`DaskRows` is the source over row-chunked dask arrays (each chunk transformed by
+the row policy and reduced where it lives; only d-vectors, or the d x d Hessian, travel).
+The privacy accounting is the in-memory one: same events, same calibration, same
+certificate.
 """
 
-from .objective import DaskGLMObjective, is_dask_array
+from .objective import DaskGLMObjective, DaskRows, is_dask_array
 
-__all__ = ["DaskGLMObjective", "is_dask_array"]
+__all__ = ["DaskGLMObjective", "DaskRows", "is_dask_array"]
