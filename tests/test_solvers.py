@@ -79,3 +79,36 @@ def test_bad_solver_arguments():
         solve(obj, 0.01, method="sgd")
     with pytest.raises(ValueError, match="tau"):
         solve(obj, 0.0)
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_hessian_matches_hessian_vector_products_and_finite_differences(sparse):
+    rng = np.random.default_rng(11)
+    X, y = _problem(rng, n=300, d=6)
+    if sparse:
+        X = sp.csr_matrix(np.where(np.abs(X) > 0.3, X, 0.0))
+    obj = PerturbedGLMObjective(X, y, ClippedLoss(LogisticLoss(), 0.5), 1.5, rng.normal(size=7))
+    theta, v = rng.normal(size=7), rng.normal(size=7)
+    obj.HESSIAN_BLOCK_ROWS = 64  # several blocks
+    value, grad, hess = obj.value_gradient_hessian(theta)
+    np.testing.assert_allclose(hess, hess.T, atol=1e-12)
+    np.testing.assert_allclose(hess @ v, obj.hessian_vector(theta, v), rtol=1e-10, atol=1e-10)
+    h = 1e-6  # central difference of the gradient, independent of the Hessian code
+    fd = (obj.gradient(theta + h * v) - obj.gradient(theta - h * v)) / (2 * h)
+    np.testing.assert_allclose(hess @ v, fd, rtol=1e-5, atol=1e-6)
+    assert value == pytest.approx(obj.value(theta), rel=1e-14)
+
+
+def test_exact_newton_certifies_without_a_second_evaluation():
+    """auto/newton use the d x d Hessian for small d; the norm returned is the certificate."""
+    rng = np.random.default_rng(5)
+    X, y = _problem(rng, n=2000, d=20)
+    b = rng.normal(0, 5.0, X.shape[1])
+    obj = PerturbedGLMObjective(X, y, LogisticLoss(), 2.0, b)
+    res = solve(obj, 1e-9, method="auto")
+    assert res.method == "newton" and res.n_iter <= 15
+    fresh = PerturbedGLMObjective(X, y, LogisticLoss(), 2.0, b)
+    assert fresh.gradient_norm(res.theta) == pytest.approx(res.grad_norm, rel=1e-6, abs=1e-13)
+    assert res.grad_norm <= 1e-9
+    ref = solve(PerturbedGLMObjective(X, y, LogisticLoss(), 2.0, b), 1e-9, method="lbfgs")
+    assert np.linalg.norm(res.theta - ref.theta) <= 2e-9 / 2.0
