@@ -25,6 +25,29 @@ def _scale_rows(X, factors: np.ndarray):
     return X * factors[:, None]
 
 
+def row_scales(norms: np.ndarray, row_norm: str, row_bound: float, *, check: bool = True):
+    """Per-row factors f_i of the row policy: the transformed row is f_i x_i.
+
+    ``norms`` are the rows' Euclidean norms. Out-of-core chunks use the factors without
+    copying the rows; :func:`transform_rows` applies them.
+    """
+    if row_norm not in ROW_NORMS:
+        raise ValueError(f"row_norm must be one of {ROW_NORMS}, got {row_norm!r}")
+    if row_norm == "normalize":
+        with np.errstate(divide="ignore"):
+            return np.where(norms > 0, 1.0 / norms, 0.0)
+    if row_norm == "clip":
+        with np.errstate(divide="ignore"):
+            return np.where(norms > row_bound, row_bound / norms, 1.0)
+    if check and np.any(norms > row_bound * (1 + 1e-12)):
+        worst = int(np.argmax(norms))
+        raise ValueError(
+            f"row {worst} has norm {norms[worst]:.6g} > row_bound={row_bound} "
+            '(row_norm="error"); normalize or clip rows, or declare a larger bound'
+        )
+    return np.ones_like(norms)
+
+
 def transform_rows(X, row_norm: str, row_bound: float, *, check: bool = True):
     """Apply the row policy; return rows of norm <= row_bound (or raise under "error").
 
@@ -33,22 +56,8 @@ def transform_rows(X, row_norm: str, row_bound: float, *, check: bool = True):
     exceeds ``row_bound`` (with ``check=False``, e.g. at prediction time, rows
     pass unchanged).
     """
-    if row_norm not in ROW_NORMS:
-        raise ValueError(f"row_norm must be one of {ROW_NORMS}, got {row_norm!r}")
-    norms = row_norms(X)
-    if row_norm == "normalize":
-        with np.errstate(divide="ignore"):
-            return _scale_rows(X, np.where(norms > 0, 1.0 / norms, 0.0))
-    if row_norm == "clip":
-        with np.errstate(divide="ignore"):
-            return _scale_rows(X, np.where(norms > row_bound, row_bound / norms, 1.0))
-    if check and np.any(norms > row_bound * (1 + 1e-12)):
-        worst = int(np.argmax(norms))
-        raise ValueError(
-            f"row {worst} has norm {norms[worst]:.6g} > row_bound={row_bound} "
-            '(row_norm="error"); normalize or clip rows, or declare a larger bound'
-        )
-    return X
+    factors = row_scales(row_norms(X), row_norm, row_bound, check=check)
+    return X if row_norm == "error" else _scale_rows(X, factors)
 
 
 def feature_bound(row_norm: str, row_bound: float) -> float:

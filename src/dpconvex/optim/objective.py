@@ -130,10 +130,10 @@ class PerturbedGLMObjective:
         hess[np.diag_indices_from(hess)] += self.lam
         return hess
 
-    def value_gradient_hessian(self, theta) -> tuple[float, np.ndarray, np.ndarray]:
-        """(F, grad F, Hessian): what one pass over the rows gives an out-of-core Newton step."""
+    def value_gradient_hessian(self, theta, hessian: bool = True):
+        """(F, grad F, Hessian or None): the interface of the out-of-core objective."""
         value, grad = self.value_and_gradient(theta)
-        return value, grad, self.hessian(theta)
+        return value, grad, self.hessian(theta) if hessian else None
 
     def gradient_norm(self, theta) -> float:
         """||grad F(theta)||_2 in float64 on the full objective: the certificate."""

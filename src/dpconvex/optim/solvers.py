@@ -139,7 +139,7 @@ def _newton_polish(obj: PerturbedGLMObjective, tau: float, theta, max_steps: int
     return theta, steps
 
 
-def _newton_exact(obj, tau: float, theta, max_iter: int, *, lazy: bool = False):
+def _newton_exact(obj, tau: float, theta, max_iter: int, *, one_pass: bool = False):
     """Damped Newton steps with the exact Hessian; returns (theta, iterations, ||g(theta)||).
 
     The step p = -H^{-1} g (Cholesky; H >= lam I is positive definite) is tried at unit
@@ -148,32 +148,26 @@ def _newton_exact(obj, tau: float, theta, max_iter: int, *, lazy: bool = False):
     is the one computed at the returned point, in float64 on the full objective: the
     certificate, with no extra evaluation.
 
-    Out of core (``lazy=False``) each evaluation is one pass returning value, gradient
-    and Hessian together. In memory (``lazy=True``) the Hessian costs far more than the
-    gradient, so it is kept while it works (a step that cuts ||g|| at least tenfold) and
-    recomputed otherwise: near the optimum the kept Hessian still gives fast linear
-    convergence at the price of a gradient.
+    The Hessian costs about d/4 times the gradient, so it is kept while it works (the
+    last step cut ||g|| at least tenfold: near the optimum a kept Hessian still gives
+    fast linear convergence) and recomputed otherwise. Out of core (``one_pass``) it
+    rides on the pass that evaluates the next trial point whenever the last step was
+    slow, so that no pass is spent on the Hessian alone except after a rejected step.
     """
     from scipy.linalg import cho_factor, cho_solve
 
-    if lazy:
-        _, grad = obj.value_and_gradient(theta)
-        hess = obj.hessian(theta)
-    else:
-        _, grad, hess = obj.value_gradient_hessian(theta)
+    _, grad, hess = obj.value_gradient_hessian(theta)
     fresh = True  # hess was computed at theta
     norm = float(np.linalg.norm(grad))
-    direction, step, it = None, 1.0, 0
+    direction, step, it, ratio = None, 1.0, 0, 1.0
     while norm > tau and it < max_iter:
         if direction is None:
             direction = -cho_solve(cho_factor(hess), grad)
             step = 1.0
         trial = theta + step * direction
-        if lazy:
-            _, trial_grad = obj.value_and_gradient(trial)
-            trial_hess = None
-        else:
-            _, trial_grad, trial_hess = obj.value_gradient_hessian(trial)
+        _, trial_grad, trial_hess = obj.value_gradient_hessian(
+            trial, hessian=one_pass and ratio > 0.1
+        )
         it += 1
         trial_norm = float(np.linalg.norm(trial_grad))
         if trial_norm < norm:
@@ -181,12 +175,12 @@ def _newton_exact(obj, tau: float, theta, max_iter: int, *, lazy: bool = False):
             theta, grad, norm, direction = trial, trial_grad, trial_norm, None
             if trial_hess is not None:
                 hess, fresh = trial_hess, True
-            elif ratio > 0.1 and norm > tau:  # the kept Hessian no longer works well
+            elif ratio > 0.1 and norm > tau and not one_pass:
                 hess, fresh = obj.hessian(theta), True
-            else:
+            else:  # keep the Hessian (out of core, the next pass brings a new one if slow)
                 fresh = False
-        elif not fresh:  # a stale Hessian may be the cause: recompute it here first
-            hess, fresh, direction = obj.hessian(theta), True, None
+        elif not fresh:  # a kept Hessian may be the cause: recompute it here first
+            hess, fresh, direction, ratio = obj.hessian(theta), True, None, 1.0
         else:
             step *= 0.5
             if step < 1e-10:  # no step lowers ||g||: float64's floor is reached
@@ -257,9 +251,7 @@ def solve(
         EXACT_HESSIAN_MAX_D if expensive else IN_MEMORY_EXACT_MAX_D
     )
     if method in ("auto", "newton") and exact:
-        theta, n_iter, grad_norm = _newton_exact(
-            obj, tau, theta, max_iter, lazy=not expensive and hasattr(obj, "hessian")
-        )
+        theta, n_iter, grad_norm = _newton_exact(obj, tau, theta, max_iter, one_pass=expensive)
         if grad_norm <= tau:  # certified by the pass that computed this gradient
             return SolverResult(theta, grad_norm, n_iter, obj.grad_evals, "newton")
         method = "lbfgs"  # (not seen on strongly convex objectives) finish with L-BFGS

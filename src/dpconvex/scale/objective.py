@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..losses import GLMLoss
+from ..losses import ClippedLoss, GLMLoss
 from ..mechanisms._checks import check_labels
-from ..mechanisms.rows import add_intercept, design_bound, transform_rows
-from ..optim.objective import PerturbedGLMObjective
+from ..mechanisms.rows import add_intercept, design_bound, row_scales, transform_rows
+from ..optim.objective import gram_matrix
 
 
 def is_dask_array(x) -> bool:
@@ -28,32 +28,97 @@ def prepare_chunk(
     return add_intercept(xb, intercept_scaling) if fit_intercept else xb
 
 
-def _chunk_objective(xb, yb, loss, rows) -> PerturbedGLMObjective:
-    xt = prepare_chunk(xb, **rows)
-    return PerturbedGLMObjective(xt, check_labels(loss, np.asarray(yb).ravel()), loss, 0.0)
+class RowChunk:
+    """One chunk of raw rows as the mechanism sees them, without copying the block.
+
+    The transformed row is (f_i x_i, c): the row policy's factor f_i
+    (:func:`~dpconvex.mechanisms.rows.row_scales`) and, with an intercept, the constant
+    c = ``intercept_scaling``. Margins, gradients and Hessians are formed from the raw
+    block and f (three sweeps over it for value and gradient), which is the arithmetic
+    of the in-memory objective on the copied rows up to rounding.
+    """
+
+    def __init__(self, xb, yb, loss: GLMLoss | None, rows: dict):
+        xb = np.asarray(xb, dtype=np.float64)
+        if xb.ndim != 2:
+            raise ValueError(f"X must be two-dimensional, got a chunk of shape {xb.shape}")
+        squares = np.einsum("ij,ij->i", xb, xb)
+        if not np.all(np.isfinite(squares)) and not np.all(np.isfinite(xb)):
+            raise ValueError("X contains NaN or infinity")
+        norms = np.sqrt(squares)
+        self.xb = xb
+        self.f = row_scales(norms, rows["row_norm"], rows["row_bound"])
+        self.c = float(rows["intercept_scaling"]) if rows["fit_intercept"] else None
+        scaled = norms * self.f
+        self.norms = scaled if self.c is None else np.sqrt(scaled**2 + self.c**2)
+        if loss is None:
+            self.y, self.loss, self.args = np.asarray(yb, dtype=np.float64).ravel(), None, ()
+            return
+        self.y = check_labels(loss, np.asarray(yb).ravel())
+        self.loss, self.args = loss, (self.y,)
+        if isinstance(loss, ClippedLoss):
+            kappa = loss.kappa(self.norms)
+            if np.all(kappa >= loss.base.derivative_bound):
+                self.loss = loss.base  # clipping is the identity on these rows
+            else:
+                self.args = (self.y, kappa)
+
+    def times(self, theta: np.ndarray) -> np.ndarray:
+        """X~ theta for the transformed rows X~."""
+        if self.c is None:
+            return self.f * (self.xb @ theta)
+        return self.f * (self.xb @ theta[:-1]) + self.c * theta[-1]
+
+    def transposed_times(self, weights: np.ndarray) -> np.ndarray:
+        """X~^T weights."""
+        head = self.xb.T @ (self.f * weights)
+        return head if self.c is None else np.append(head, self.c * weights.sum())
+
+    def hessian(self, curvature: np.ndarray) -> np.ndarray:
+        """X~^T diag(curvature) X~ (a BLAS rank-k update on the scaled block)."""
+        weights = np.maximum(curvature, 0.0)
+        head = gram_matrix(self.xb * (self.f * np.sqrt(weights))[:, None])
+        if self.c is None:
+            return head
+        d = head.shape[0] + 1
+        hess = np.empty((d, d))
+        hess[:-1, :-1] = head
+        hess[:-1, -1] = hess[-1, :-1] = self.c * (self.xb.T @ (self.f * weights))
+        hess[-1, -1] = self.c**2 * weights.sum()
+        return hess
+
+    def value_grad(self, theta, hessian: bool = False) -> np.ndarray:
+        u = self.times(theta)
+        parts = [
+            [self.loss.value(u, *self.args).sum()],
+            self.transposed_times(self.loss.derivative(u, *self.args)),
+        ]
+        if hessian:
+            parts.append(self.hessian(self.loss.second_derivative(u, *self.args)).ravel())
+        return np.concatenate(parts)
 
 
-def _chunk_value_grad(xb, yb, theta, loss, rows):
-    value, grad = _chunk_objective(xb, yb, loss, rows).value_and_gradient(theta)
-    return np.concatenate([[value], grad])
+def _chunk_value_grad(xb, yb, theta, loss, rows, hessian=False):
+    return RowChunk(xb, yb, loss, rows).value_grad(theta, hessian)
+
+
+def _chunk_hessian(xb, yb, theta, loss, rows):
+    chunk = RowChunk(xb, yb, loss, rows)
+    return chunk.hessian(chunk.loss.second_derivative(chunk.times(theta), *chunk.args)).ravel()
 
 
 def _chunk_hvp(xb, yb, theta, v, loss, rows):
-    return _chunk_objective(xb, yb, loss, rows).hessian_vector(theta, v)
-
-
-def _chunk_value_grad_hess(xb, yb, theta, loss, rows):
-    value, grad, hess = _chunk_objective(xb, yb, loss, rows).value_gradient_hessian(theta)
-    return np.concatenate([[value], grad, hess.ravel()])
+    chunk = RowChunk(xb, yb, loss, rows)
+    curvature = chunk.loss.second_derivative(chunk.times(theta), *chunk.args)
+    return chunk.transposed_times(curvature * chunk.times(v))
 
 
 def _chunk_clipped_sum(xb, yb, theta, loss, clip, rows):
     from ..mechanisms.dpsgd import _clipped_weights
 
-    xt = prepare_chunk(xb, **rows)
-    y = check_labels(loss, np.asarray(yb).ravel())
-    norms = np.sqrt(np.einsum("ij,ij->i", xt, xt))
-    return xt.T @ _clipped_weights(xt @ theta, y, norms, loss, clip)
+    chunk = RowChunk(xb, yb, None, rows)
+    y = check_labels(loss, chunk.y)
+    return chunk.transposed_times(_clipped_weights(chunk.times(theta), y, chunk.norms, loss, clip))
 
 
 def _chunk_statistics(xb, yb, rows):
@@ -196,17 +261,26 @@ class DaskGLMObjective:
         value = total[0] + 0.5 * self.lam * theta @ theta + self.b @ theta
         return float(value), total[1:] + self.lam * theta + self.b
 
-    def value_gradient_hessian(self, theta) -> tuple[float, np.ndarray, np.ndarray]:
-        """(F, grad F, Hessian) in one pass; the Hessian's partial sums are d x d per chunk."""
+    def value_gradient_hessian(self, theta, hessian: bool = True):
+        """(F, grad F, Hessian or None) in one pass; the Hessian's partial sums are d x d."""
         theta = np.asarray(theta, dtype=np.float64)
         d = self.d
-        total = self._reduce(
-            _chunk_value_grad_hess, 1 + d + d * d, theta, self.loss, self.source.rows
-        )
+        width = 1 + d + (d * d if hessian else 0)
+        total = self._reduce(_chunk_value_grad, width, theta, self.loss, self.source.rows, hessian)
         value = total[0] + 0.5 * self.lam * theta @ theta + self.b @ theta
-        hess = total[1 + d :].reshape(d, d)
+        grad = total[1 : 1 + d] + self.lam * theta + self.b
+        return float(value), grad, self._regularized(total[1 + d :]) if hessian else None
+
+    def hessian(self, theta) -> np.ndarray:
+        """The d x d Hessian alone (one pass)."""
+        theta = np.asarray(theta, dtype=np.float64)
+        total = self._reduce(_chunk_hessian, self.d * self.d, theta, self.loss, self.source.rows)
+        return self._regularized(total)
+
+    def _regularized(self, flat: np.ndarray) -> np.ndarray:
+        hess = flat.reshape(self.d, self.d)
         hess[np.diag_indices_from(hess)] += self.lam
-        return float(value), total[1 : 1 + d] + self.lam * theta + self.b, hess
+        return hess
 
     def value(self, theta) -> float:
         return self.value_and_gradient(theta)[0]
