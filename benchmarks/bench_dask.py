@@ -1,14 +1,41 @@
-"""Out-of-core AMP on dask: wall time, peak memory and passes for 1e6 ... 5e7 rows x 100 features.
+"""Out-of-core AMP on dask, reading Zarr and Parquet files: fit time, passes, peak memory.
 
-Run:  python benchmarks/bench_dask.py [--rows 1e6 1e7 5e7] [--chunk-rows 100000] [--markdown F]
+Run:  python benchmarks/bench_dask.py [--rows 1e6 1e7 5e7] [--formats zarr parquet]
+                                      [--chunk-rows 250000] [--data-dir /tmp/dpconvex-bench-data]
+                                      [--float32] [--keep] [--solver auto] [--markdown F]
 
-Synthetic logistic data (``dpconvex.scale.data.synthetic_glm``) is generated chunk by
-chunk on a LocalCluster of 2 single-threaded workers and never materialized whole;
-``DPLogisticRegression(method="amp", solver="lbfgs")`` fits it at eps = 1. Peak memory
-is the largest sum of resident set sizes of this process and all its children (the
-dask workers), sampled every 0.2 s. At 1e6 rows the same fit is also run in memory
-with the same seed (the same noise draws); both certified points lie within tau/lam
-of the same minimizer, so their coefficients may differ by at most 2 tau/lam.
+Data: the logistic model of ``dpconvex.scale.data.synthetic_glm`` (rows N(0, I_d), d = 100;
+labels +-1 with P(y = 1) = sigmoid(3 x.w/||x||)), written ONCE per size and format under
+--data-dir, chunked by rows (--chunk-rows rows per chunk / file): a Zarr group with arrays
+X (n x d) and y (``dask.array.to_zarr``, zarr's default codec), and a Parquet directory
+with columns x0..x{d-1}, y, one file per chunk (``dask.dataframe.to_parquet``, pyarrow,
+its default compression). Features are stored as float64, or float32 with --float32 (the
+fit computes in float64 either way). A json next to each data set records how it was
+made; a later run with the same settings reuses it. Each size/format is written, fitted,
+then deleted before the next (5e7 x 100 float64 is 40 GB per format) unless --keep.
+
+On a dask.distributed LocalCluster of 2 workers x 1 thread (--worker-memory each, default
+3GiB), for each size and format:
+
+* fit: wall time of ``DPLogisticRegression(epsilon=1.0, classes=[-1, 1], random_state=0)
+  .fit(X, y)`` (default method AMP, default solver unless --solver; calibration, the label
+  check and the certificate included), its passes over the data (``n_passes_``) and
+  seconds per pass (fit time / passes);
+* plain pass: the wall time of one plain dask reduction over the same files,
+  ``(X.T @ y).compute()`` (a d-vector, as each pass of the fit computes), measured once
+  just before and once just after the fit in the same run (after an untimed one-chunk
+  warm-up), and the ratio (seconds per fit pass) / (the faster plain pass);
+* peak RSS during the fit: the largest sum of resident set sizes of this process and all
+  its children (the dask nannies and workers), sampled every 0.2 s;
+* for sizes up to --in-memory-rows (default 1e6): the same rows loaded with
+  ``.compute()`` and fitted in memory with the same seed (so the same noise draws): its
+  time, the ratio out-of-core / in-memory, the largest |coefficient difference| (coef_
+  and intercept_) and whether ``dp_event_`` is identical. Both certified points lie
+  within tau/lam of the same minimizer, so they may differ by at most 2 tau/lam (tau and
+  lam from ``mechanism_params_``).
+
+BLAS threads are pinned to 1 (OMP/OpenBLAS/MKL, inherited by the workers) and printed
+with the table.
 """
 
 from __future__ import annotations
@@ -19,16 +46,24 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
 import argparse  # noqa: E402
+import importlib.metadata  # noqa: E402
+import json  # noqa: E402
+import shutil  # noqa: E402
+import sys  # noqa: E402
 import threading  # noqa: E402
 import time  # noqa: E402
+from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 import psutil  # noqa: E402
 
 from dpconvex import DPLogisticRegression  # noqa: E402
-from dpconvex.scale.data import local_client, synthetic_glm  # noqa: E402
+from dpconvex.scale.data import local_client, read_zarr, synthetic_glm  # noqa: E402
 
 D = 100
+SEED = 0
+FORMATS = ("zarr", "parquet")
+GENERATOR = "dpconvex.scale.data.synthetic_glm"
 
 
 class PeakMemory:
@@ -59,65 +94,258 @@ class PeakMemory:
         self._thread.join()
 
 
-def fit_dask(n: int, chunk_rows: int):
-    X, y = synthetic_glm(n, D, chunk_rows=chunk_rows, seed=0)
-    model = DPLogisticRegression(epsilon=1.0, solver="lbfgs", random_state=0)
+# -- the data on disk ---------------------------------------------------------------
+
+
+def data_path(data_dir: Path, n: int, chunk_rows: int, dtype: str, fmt: str) -> Path:
+    return data_dir / f"glm-n{n}-d{D}-chunk{chunk_rows}-{dtype}-seed{SEED}.{fmt}"
+
+
+def meta_path(path: Path) -> Path:
+    """The json next to a data set (outside it, so no reader mistakes it for data)."""
+    return path.with_name(path.name + ".json")
+
+
+def bytes_on_disk(path: Path) -> int:
+    """Allocated bytes of every file under ``path`` (what the data takes from the disk)."""
+    total = 0
+    for root, _dirs, files in os.walk(path):
+        for name in files:
+            total += os.stat(os.path.join(root, name)).st_blocks * 512
+    return total
+
+
+def wanted_meta(n: int, chunk_rows: int, dtype: str, fmt: str) -> dict:
+    return {
+        "generator": GENERATOR,
+        "n": n,
+        "d": D,
+        "seed": SEED,
+        "chunk_rows": chunk_rows,
+        "dtype": dtype,
+        "format": fmt,
+    }
+
+
+def remove(path: Path) -> None:
+    shutil.rmtree(path, ignore_errors=True)
+    meta_path(path).unlink(missing_ok=True)
+
+
+def write_zarr(path: Path, X, y) -> None:
+    import dask
+    import dask.array as da
+
+    # one graph for both arrays: each generated chunk of X is written and labels it once
+    dask.compute(
+        da.to_zarr(X, str(path), component="X", compute=False),
+        da.to_zarr(y, str(path), component="y", compute=False),
+    )
+
+
+def write_parquet(path: Path, X, y) -> None:
+    import dask
+    import dask.dataframe as dd
+    import pandas as pd
+
+    columns = [f"x{j}" for j in range(D)]
+
+    def frame(xb, yb):
+        out = pd.DataFrame(xb, columns=columns)
+        out["y"] = yb
+        return out
+
+    parts = [
+        dask.delayed(frame)(xb, yb)
+        for xb, yb in zip(X.to_delayed().ravel(), y.to_delayed().ravel(), strict=True)
+    ]
+    meta = pd.DataFrame({c: np.zeros(0, dtype=X.dtype) for c in columns})
+    meta["y"] = np.zeros(0, dtype=y.dtype)
+    dd.from_delayed(parts, meta=meta).to_parquet(str(path), engine="pyarrow", write_index=False)
+
+
+def ensure_data(data_dir: Path, n: int, chunk_rows: int, dtype: str, fmt: str):
+    """Write the data set unless a matching one exists; (path, bytes, write seconds or None)."""
+    path = data_path(data_dir, n, chunk_rows, dtype, fmt)
+    want = wanted_meta(n, chunk_rows, dtype, fmt)
+    meta_file = meta_path(path)
+    if meta_file.exists() and path.exists():
+        have = json.loads(meta_file.read_text())
+        if {k: have.get(k) for k in want} == want:
+            return path, bytes_on_disk(path), None
+    remove(path)  # absent, unfinished or made with other settings
+    data_dir.mkdir(parents=True, exist_ok=True)
+    # Parquet of random floats takes about 1.25x the raw bytes (pyarrow's dictionary pages)
+    need = n * (D * np.dtype(dtype).itemsize + 8) * (1.0 if fmt == "zarr" else 1.3)
+    free = shutil.disk_usage(data_dir).free
+    if free < 1.05 * need:
+        raise SystemExit(
+            f"{data_dir}: {free / 1e9:.1f} GB free, the {fmt} data of {n} rows need about "
+            f"{need / 1e9:.1f} GB; free some space or pass a smaller --rows"
+        )
+    X, y = synthetic_glm(n, D, chunk_rows=chunk_rows, seed=SEED)
+    start = time.perf_counter()
+    (write_zarr if fmt == "zarr" else write_parquet)(path, X.astype(dtype), y)
+    seconds = time.perf_counter() - start
+    size = bytes_on_disk(path)
+    versions = {m: importlib.metadata.version(m) for m in ("dask", "zarr", "pyarrow", "numpy")}
+    written = {**want, "bytes": size, "write_seconds": seconds, "versions": versions}
+    meta_file.write_text(json.dumps(written, indent=1) + "\n")  # last: marks it complete
+    return path, size, seconds
+
+
+def open_data(path: Path, fmt: str):
+    """(X, y) lazy dask arrays over the files, X chunked by rows, y chunked like X."""
+    if fmt == "zarr":
+        return read_zarr(path, x="X", y="y")
+    import dask.dataframe as dd
+
+    df = dd.read_parquet(str(path), engine="pyarrow")
+    # One array from all columns (float64: the common type of the features and the int
+    # labels), sliced into X and y, so each file is read once per pass. Projecting y
+    # alone does not work: dask merges the small one-column partitions when it optimizes
+    # and then to_dask_array(lengths=True) fails ("lengths does not match the number of
+    # partitions", dask 2026.8).
+    if list(df.columns) != [*(f"x{j}" for j in range(D)), "y"]:
+        raise RuntimeError(f"{path}: unexpected columns {list(df.columns)}")
+    table = df.to_dask_array(lengths=True)
+    return table[:, :D], table[:, D]
+
+
+# -- the measurements ---------------------------------------------------------------
+
+
+def load_readers() -> None:
+    for module in ("zarr", "pyarrow.parquet", "dpconvex.scale.objective"):
+        importlib.import_module(module)
+
+
+def plain_pass(X, y) -> float:
+    """Seconds of one plain dask reduction over the files: X^T y, a d-vector."""
+    start = time.perf_counter()
+    (X.T @ y.astype(np.float64)).compute()
+    return time.perf_counter() - start
+
+
+def new_model(solver: str) -> DPLogisticRegression:
+    return DPLogisticRegression(epsilon=1.0, classes=[-1, 1], solver=solver, random_state=0)
+
+
+def measure(path: Path, fmt: str, n: int, args) -> dict:
+    X, y = open_data(path, fmt)
+    (X[:1].T @ y[:1].astype(np.float64)).compute()  # warm-up: opens the store, reads 1 chunk
+    out = {"chunks": len(X.chunks[0]), "plain_before": plain_pass(X, y)}
+    model = new_model(args.solver)
     with PeakMemory() as mem:
         start = time.perf_counter()
         model.fit(X, y)
-        seconds = time.perf_counter() - start
-    return model, seconds, mem.peak
+        out["fit"] = time.perf_counter() - start
+    out["plain_after"] = plain_pass(X, y)
+    out["plain"] = min(out["plain_before"], out["plain_after"])
+    out.update(peak=mem.peak, passes=model.n_passes_, n_iter=int(model.n_iter_[0]))
+    params = model.mechanism_params_
+    out["bound"] = 2 * params["tau"] / params["lam"]
+    out["tau"], out["lam"] = params["tau"], params["lam"]
+    if n <= args.in_memory_rows:
+        # materialize in this process, not through the workers (n x d float64 at once)
+        Xm = X.compute(scheduler="synchronous")
+        ym = y.compute(scheduler="synchronous")
+        memory = new_model(args.solver)
+        start = time.perf_counter()
+        memory.fit(Xm, ym)
+        out["memory"] = time.perf_counter() - start
+        del Xm, ym
+        out["diff"] = float(
+            max(
+                np.abs(memory.coef_ - model.coef_).max(),
+                np.abs(memory.intercept_ - model.intercept_).max(),
+            )
+        )
+        out["same_event"] = memory.dp_event_ == model.dp_event_
+    return out
+
+
+def table_row(n: int, fmt: str, size: int, write: float | None, m: dict) -> str:
+    per_pass = m["fit"] / m["passes"]
+    if "memory" in m:
+        memory = (
+            f"{m['memory']:.1f} | {m['fit'] / m['memory']:.1f} | "
+            f"{m['diff']:.1e} (<= {m['bound']:.1e}) | {'yes' if m['same_event'] else 'NO'}"
+        )
+    else:
+        memory = "- | - | - | -"
+    written = "reused" if write is None else f"{write:.1f}"
+    return (
+        f"| {n:.0e} | {fmt} | {m['chunks']} | {size / 1e9:.2f} | {written} | {m['fit']:.1f} | "
+        f"{m['passes']} | {per_pass:.2f} | {m['plain_before']:.2f}, {m['plain_after']:.2f} | "
+        f"{per_pass / m['plain']:.1f} | "
+        f"{m['fit'] / (n / 1e6):.1f} | {m['peak'] / 2**30:.2f} | {memory} |"
+    )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=float, nargs="+", default=[1e6, 1e7, 5e7])
-    parser.add_argument("--chunk-rows", type=int, default=100_000)
+    parser.add_argument("--formats", nargs="+", choices=FORMATS, default=list(FORMATS))
+    parser.add_argument("--chunk-rows", type=int, default=250_000, help="rows per chunk/file")
+    parser.add_argument("--data-dir", type=Path, default=Path("/tmp/dpconvex-bench-data"))
+    parser.add_argument("--float32", action="store_true", help="store the features as float32")
+    parser.add_argument("--keep", action="store_true", help="keep the data sets on disk")
+    parser.add_argument("--solver", default="auto", help="DPLogisticRegression's solver")
+    parser.add_argument(
+        "--in-memory-rows",
+        type=float,
+        default=1e6,
+        help="also fit in memory (and compare) at sizes up to this many rows",
+    )
+    # a 250,000-row Parquet chunk passes through arrow, pandas and numpy copies (about 1 GiB
+    # per task at d = 100): under 2 GiB the workers pause; Zarr needs less
+    parser.add_argument("--worker-memory", default="3GiB", help="memory limit of each worker")
     parser.add_argument("--markdown", help="also write the table as markdown")
     args = parser.parse_args()
+    dtype = "float32" if args.float32 else "float64"
     lines = [
-        f"AMP on dask (eps=1, delta=1e-5, lbfgs, tau=0.01), d={D}, chunks of {args.chunk_rows} "
-        "rows, LocalCluster 2 workers x 1 thread | OMP_NUM_THREADS="
-        + os.environ["OMP_NUM_THREADS"],
+        f"AMP on dask from files: DPLogisticRegression(epsilon=1, classes=[-1, 1], "
+        f"solver={args.solver!r}, random_state=0), delta=1e-5, d={D}; "
+        f"{args.chunk_rows} rows per chunk, features stored as {dtype}; LocalCluster of "
+        f"2 workers x 1 thread ({args.worker_memory} each); "
+        f"OMP_NUM_THREADS={os.environ['OMP_NUM_THREADS']}",
         "",
-        "| rows | wall s | s per 1e6 rows | peak RSS GiB | passes | L-BFGS iters | ||grad|| cert |",
-        "|---|---|---|---|---|---|---|",
+        "| rows | format | chunks | on disk GB | write s | fit s | passes | s per pass "
+        "| plain pass s (before, after fit) | per pass / plain | fit s per 1e6 rows | peak RSS GiB "
+        "| in-memory fit s | out-of-core / in-memory | max abs coef diff (<= 2 tau/lam) "
+        "| same event |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    print("\n".join(lines))
-    with local_client(workers=2, memory_limit="1.5GiB"):
+    print("\n".join(lines), flush=True)
+    with local_client(workers=2, memory_limit=args.worker_memory) as client:
+        # load the readers on the workers now, so the first plain pass does not pay for it
+        client.run(load_readers)
         for rows in args.rows:
             n = int(rows)
-            model, seconds, peak = fit_dask(n, args.chunk_rows)
-            row = (
-                f"| {n:.0e} | {seconds:.1f} | {seconds / (n / 1e6):.2f} | {peak / 2**30:.2f} |"
-                f" {model.n_passes_} | {int(model.n_iter_[0])} | "
-                f"<= 0.01 |"
-            )
-            lines.append(row)
-            print(row, flush=True)
-            if n == 1_000_000:
-                X, y = synthetic_glm(n, D, chunk_rows=args.chunk_rows, seed=0)
-                # materialize in this process (800 MB), not on a worker
-                Xm = X.compute(scheduler="synchronous")
-                ym = y.compute(scheduler="synchronous")
-                memory = DPLogisticRegression(epsilon=1.0, solver="lbfgs", random_state=0)
-                start = time.perf_counter()
-                memory.fit(Xm, ym)
-                mem_seconds = time.perf_counter() - start
-                diff = float(np.abs(memory.coef_ - model.coef_).max())
-                bound = 2 * 0.01 / model.mechanism_params_["lam"]
-                note = (
-                    f"in-memory fit of the same 1e6 rows, same seed: {mem_seconds:.1f} s; "
-                    f"max |coef difference| = {diff:.2e} (allowed 2 tau/lam = {bound:.2e}); "
-                    f"same event: {memory.dp_event_ == model.dp_event_}"
-                )
-                lines.append("")
-                lines.append(note)
-                lines.append("")
-                print(note, flush=True)
+            for fmt in args.formats:
+                path, size, write = ensure_data(args.data_dir, n, args.chunk_rows, dtype, fmt)
+                how = "reused" if write is None else f"written in {write:.1f} s"
+                print(f"  {path}: {size:,} bytes on disk ({how})", file=sys.stderr, flush=True)
+                try:
+                    m = measure(path, fmt, n, args)
+                finally:
+                    if not args.keep:
+                        remove(path)
+                row = table_row(n, fmt, size, write, m)
+                lines.append(row)
+                print(row, flush=True)
+    notes = [
+        "",
+        "s per pass = fit s / passes (calibration and the label check included); plain pass ="
+        " one (X.T @ y).compute() over the same files, just before and just after the fit; "
+        "per pass / plain uses the faster of the two; on disk = allocated bytes of the data "
+        "set.",
+    ]
+    print("\n".join(notes))
     if args.markdown:
         with open(args.markdown, "w") as handle:
-            handle.write("\n".join(lines) + "\n")
+            handle.write("\n".join(lines + notes) + "\n")
 
 
 if __name__ == "__main__":

@@ -15,7 +15,7 @@ from dpconvex.losses import ClippedLoss, LogisticLoss  # noqa: E402
 from dpconvex.mechanisms import add_intercept, amp, transform_rows  # noqa: E402
 from dpconvex.optim import PerturbedGLMObjective  # noqa: E402
 from dpconvex.scale import DaskRows  # noqa: E402
-from dpconvex.scale.data import read_table, synthetic_glm  # noqa: E402
+from dpconvex.scale.data import read_table, read_zarr, synthetic_glm  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -131,6 +131,28 @@ def test_synthetic_data_is_chunkwise_and_deterministic():
         X.compute(), synthetic_glm(2500, 4, chunk_rows=1000, seed=3)[0].compute()
     )
     assert set(np.unique(y.compute())) == {-1, 1}
+
+
+def test_read_zarr_gives_the_stored_rows_chunked_alike(tmp_path):
+    pytest.importorskip("zarr")
+    X, y = synthetic_glm(2500, 4, chunk_rows=1000, seed=3)
+    path = tmp_path / "glm.zarr"
+    da.to_zarr(X.astype(np.float32), str(path), component="X")
+    da.to_zarr(y, str(path), component="y")
+    Xz, yz = read_zarr(path)
+    assert Xz.chunks == ((1000, 1000, 500), (4,)) and yz.chunks == ((1000, 1000, 500),)
+    assert Xz.dtype == np.float32  # stored dtype; the fit computes each chunk in float64
+    np.testing.assert_array_equal(Xz.compute(), X.compute().astype(np.float32))
+    np.testing.assert_array_equal(yz.compute(), y.compute())
+    assert read_zarr(path, y=None)[1] is None
+    with pytest.raises(ValueError, match="vector of 2500 rows"):
+        read_zarr(path, x="X", y="X")
+    model = DPLogisticRegression(epsilon=1.0, classes=[-1, 1], random_state=0).fit(Xz, yz)
+    memory = DPLogisticRegression(epsilon=1.0, classes=[-1, 1], random_state=0)
+    memory.fit(Xz.compute(), yz.compute())
+    assert model.dp_event_ == memory.dp_event_
+    bound = 2 * model.mechanism_params_["tau"] / model.mechanism_params_["lam"]
+    assert np.abs(model.coef_ - memory.coef_).max() <= bound
 
 
 def test_read_table_and_cli_fit_with_dask(tmp_path, capsys):

@@ -1,4 +1,4 @@
-"""Out-of-core inputs: Parquet/CSV tables read with dask, and chunk-wise synthetic GLM data."""
+"""Out-of-core inputs read with dask (Parquet/CSV tables, Zarr arrays); synthetic GLM chunks."""
 
 from __future__ import annotations
 
@@ -42,6 +42,40 @@ def read_table(
     return arrays(train), arrays(test)
 
 
+def read_zarr(path: str | Path, x: str = "X", y: str | None = "y"):
+    """(X, y) as dask arrays over the arrays ``x`` and ``y`` of a Zarr group (lazily).
+
+    ``path`` is a Zarr store (a directory or URL) holding the feature matrix ``x``
+    (n x d, numeric, chunked by rows) and the label or target vector ``y`` (n rows),
+    for instance written by ``dask.array.to_zarr(X, path, component="X")`` and
+    ``dask.array.to_zarr(y, path, component="y")``. Nothing is read but the metadata:
+    the arrays keep their stored dtype (the fit converts each chunk to float64) and the
+    dask chunks are the Zarr chunks along the rows, one chunk along the columns; ``y``
+    is chunked like the rows of ``X``. ``y=None`` returns ``(X, None)`` (for
+    prediction). Needs the ``zarr`` package (in the ``dask`` extra).
+    """
+    import dask.array as da
+
+    text = str(path)
+    X = da.from_zarr(text, component=x)
+    if X.ndim != 2:
+        raise ValueError(f"{text}/{x} must be two-dimensional, got shape {X.shape}")
+    if not np.issubdtype(X.dtype, np.number) or np.issubdtype(X.dtype, np.complexfloating):
+        raise ValueError(f"{text}/{x} must hold real numbers, got dtype {X.dtype}")
+    X = X.rechunk({1: -1})
+    if y is None:
+        return X, None
+    labels = da.from_zarr(text, component=y)
+    if labels.ndim == 2 and labels.shape[1] == 1:
+        labels = labels[:, 0]
+    if labels.ndim != 1 or labels.shape[0] != X.shape[0]:
+        raise ValueError(
+            f"{text}/{y} must be a vector of {X.shape[0]} rows (as {text}/{x}), "
+            f"got shape {labels.shape}"
+        )
+    return X, labels.rechunk((X.chunks[0],))
+
+
 def synthetic_glm(n: int, d: int, *, chunk_rows: int = 100_000, seed: int = 0):
     """(X, y) dask arrays of a logistic model, generated chunk by chunk (never whole).
 
@@ -77,7 +111,13 @@ def local_client(scheduler: str | None = None, *, workers: int = 2, memory_limit
     if scheduler:
         return Client(scheduler)
     cluster = LocalCluster(
-        n_workers=workers, threads_per_worker=1, memory_limit=memory_limit, dashboard_address=None
+        n_workers=workers,
+        threads_per_worker=1,
+        memory_limit=memory_limit,
+        dashboard_address=None,
+        # no dashboard; the scheduler's small HTTP server on a free port, not 8787 (which
+        # another cluster on the machine may hold: a warning, then a random port anyway)
+        scheduler_kwargs={"dashboard_address": ":0"},
     )
     return Client(cluster)
 
