@@ -112,3 +112,20 @@ def test_exact_newton_certifies_without_a_second_evaluation():
     assert res.grad_norm <= 1e-9
     ref = solve(PerturbedGLMObjective(X, y, LogisticLoss(), 2.0, b), 1e-9, method="lbfgs")
     assert np.linalg.norm(res.theta - ref.theta) <= 2e-9 / 2.0
+
+
+def test_warm_start_from_a_subsample_still_certifies_the_full_objective(monkeypatch):
+    import dpconvex.optim.solvers as solvers
+
+    monkeypatch.setattr(solvers, "WARM_START_ROWS", 400)
+    rng = np.random.default_rng(8)
+    X, y = _problem(rng, n=4000, d=10)
+    b = rng.normal(0, 5.0, X.shape[1])
+    obj = PerturbedGLMObjective(X, y, ClippedLoss(LogisticLoss(), 0.8), 2.0, b)
+    sub = obj.subsample(400)
+    assert sub.n == 400 and sub.lam == pytest.approx(0.2) and np.allclose(sub.b, b / 10)
+    res = solve(obj, 1e-9)
+    assert res.grad_norm <= 1e-9
+    ref = solve(PerturbedGLMObjective(X, y, ClippedLoss(LogisticLoss(), 0.8), 2.0, b), 1e-9,
+                method="lbfgs")  # fmt: skip
+    assert np.linalg.norm(res.theta - ref.theta) <= 2e-9 / 2.0

@@ -223,6 +223,21 @@ def test_out_of_core_newton_certifies_in_few_passes(data):
     assert again == pytest.approx(big.info["grad_norm"], rel=1e-3, abs=1e-11)
 
 
+def test_out_of_core_warm_start_reads_only_the_first_rows(data, monkeypatch):
+    import dpconvex.optim.solvers as solvers
+
+    monkeypatch.setattr(solvers, "WARM_START_ROWS", 600)
+    X, y = data
+    kw = {"lam": 3.0, "sigma": 4.0, "tau": 1e-8, "sigma_out": 1e-6, "clip": np.sqrt(2)}
+    Xt = add_intercept(transform_rows(X, "normalize", 1.0), 1.0)
+    mem = amp(Xt, y, "logistic", row_bound=np.sqrt(2), rng=np.random.default_rng(2), **kw)
+    rows = {"row_norm": "normalize", "row_bound": 1.0, "fit_intercept": True}
+    source = DaskRows(da.from_array(X, chunks=(700, 6)), da.from_array(y, chunks=700), **rows)
+    big = amp(source, None, "logistic", row_bound=np.sqrt(2), rng=np.random.default_rng(2), **kw)
+    assert big.info["grad_norm"] <= kw["tau"]
+    assert np.linalg.norm(big.theta - mem.theta) <= 2 * kw["tau"] / kw["lam"]
+
+
 def test_a_source_cannot_claim_a_smaller_bound(data):
     X, y = data
     rows = {"row_norm": "clip", "row_bound": 2.0, "fit_intercept": False}

@@ -11,13 +11,14 @@ from .dpsgd import (
 )
 from .output_perturbation import output_perturbation, output_sensitivity
 from .release import Release
-from .rows import add_intercept, design_bound, transform_rows
+from .rows import add_intercept, design_bound, design_rows, transform_rows
 
 __all__ = [
     "Release",
     "add_intercept",
     "amp",
     "design_bound",
+    "design_rows",
     "dpgd",
     "dpgd_event",
     "dpsgd",

@@ -73,6 +73,23 @@ def add_intercept(X, intercept_scaling: float):
     return np.hstack([X, col])
 
 
+def design_rows(X, row_norm: str, row_bound: float, fit_intercept: bool, scaling: float = 1.0):
+    """The rows a mechanism sees: the row policy, then the intercept column if any.
+
+    For dense X both are written into one new array (one allocation, one pass), which
+    on 10^6 x 100 rows saves a second 800 MB copy.
+    """
+    if sp.issparse(X) or not fit_intercept:
+        out = transform_rows(X, row_norm, row_bound)
+        return add_intercept(out, scaling) if fit_intercept else out
+    X = np.asarray(X, dtype=np.float64)
+    factors = row_scales(row_norms(X), row_norm, row_bound)
+    out = np.empty((X.shape[0], X.shape[1] + 1))
+    np.multiply(X, factors[:, None], out=out[:, :-1])
+    out[:, -1] = float(scaling)
+    return out
+
+
 def design_bound(row_norm: str, row_bound: float, fit_intercept: bool, scaling: float) -> float:
     """Norm bound R of the augmented rows (x, intercept_scaling)."""
     r = feature_bound(row_norm, row_bound)

@@ -46,7 +46,7 @@ from .._arrays import row_norms
 from .._random import make_rng
 from ..accounting import MAX_EPSILON, MIN_EPSILON, PrivacyAccountant, pld_grid
 from ..losses import HuberLoss, LogisticLoss, SquaredLoss
-from ..mechanisms import add_intercept, design_bound, transform_rows
+from ..mechanisms import design_bound, design_rows, transform_rows
 from ..optim import SOLVERS
 from ..plans import PLANS, Plan, PlanInputs
 from ..scale.objective import is_dask_array
@@ -180,9 +180,9 @@ class _DPLinearModel(BaseEstimator):
         else:
             if self.row_norm == "clip":
                 warn_if_clipped(row_norms(X), self.row_bound, what="rows", setting="row_bound")
-            Xt = transform_rows(X, self.row_norm, self.row_bound)
-            if self.fit_intercept:
-                Xt = add_intercept(Xt, self.intercept_scaling)
+            Xt = design_rows(
+                X, self.row_norm, self.row_bound, self.fit_intercept, self.intercept_scaling
+            )
         # spend before release: the planned event is charged before the mechanism runs
         charge(
             self.budget,

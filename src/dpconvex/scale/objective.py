@@ -7,7 +7,7 @@ import numpy as np
 from ..losses import ClippedLoss, GLMLoss
 from ..mechanisms._checks import check_labels
 from ..mechanisms.rows import add_intercept, design_bound, row_scales, transform_rows
-from ..optim.objective import gram_matrix
+from ..optim.objective import CLIP_ROUNDING, gram_matrix
 
 
 def is_dask_array(x) -> bool:
@@ -58,7 +58,7 @@ class RowChunk:
         self.loss, self.args = loss, (self.y,)
         if isinstance(loss, ClippedLoss):
             kappa = loss.kappa(self.norms)
-            if np.all(kappa >= loss.base.derivative_bound):
+            if np.all(kappa >= loss.base.derivative_bound * CLIP_ROUNDING):
                 self.loss = loss.base  # clipping is the identity on these rows
             else:
                 self.args = (self.y, kappa)
@@ -270,6 +270,22 @@ class DaskGLMObjective:
         value = total[0] + 0.5 * self.lam * theta @ theta + self.b @ theta
         grad = total[1 : 1 + d] + self.lam * theta + self.b
         return float(value), grad, self._regularized(total[1 + d :]) if hessian else None
+
+    def subsample(self, m: int):
+        """The objective on the first m rows (read from the first chunks, not a pass), rescaled.
+
+        See :meth:`dpconvex.optim.PerturbedGLMObjective.subsample`; only a starting point.
+        """
+        from ..optim.objective import PerturbedGLMObjective
+
+        m = min(m, self.n)
+        X = self.source.X[:m].compute()
+        y = self.source.y[:m].compute()
+        xt = prepare_chunk(X, **self.source.rows)
+        share = m / self.n
+        return PerturbedGLMObjective(
+            xt, check_labels(self.loss, y), self.loss, self.lam * share, self.b * share
+        )
 
     def hessian(self, theta) -> np.ndarray:
         """The d x d Hessian alone (one pass)."""
