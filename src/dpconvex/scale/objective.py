@@ -7,7 +7,7 @@ import numpy as np
 from ..losses import ClippedLoss, GLMLoss
 from ..mechanisms._checks import check_labels
 from ..mechanisms.rows import add_intercept, design_bound, row_scales, transform_rows
-from ..optim.objective import CLIP_ROUNDING, gram_matrix
+from ..optim.objective import CLIP_ROUNDING, PerturbedGLMObjective, gram_matrix
 
 
 def is_dask_array(x) -> bool:
@@ -77,7 +77,11 @@ class RowChunk:
     def hessian(self, curvature: np.ndarray) -> np.ndarray:
         """X~^T diag(curvature) X~ (a BLAS rank-k update on the scaled block)."""
         weights = np.maximum(curvature, 0.0)
-        head = gram_matrix(self.xb * (self.f * np.sqrt(weights))[:, None])
+        root = self.f * np.sqrt(weights)
+        head = np.zeros((self.xb.shape[1], self.xb.shape[1]))
+        step = PerturbedGLMObjective.HESSIAN_BLOCK_ROWS  # the weighted copy stays small
+        for start in range(0, self.xb.shape[0], step):
+            head += gram_matrix(self.xb[start : start + step] * root[start : start + step, None])
         if self.c is None:
             return head
         d = head.shape[0] + 1
@@ -276,8 +280,6 @@ class DaskGLMObjective:
 
         See :meth:`dpconvex.optim.PerturbedGLMObjective.subsample`; only a starting point.
         """
-        from ..optim.objective import PerturbedGLMObjective
-
         m = min(m, self.n)
         X = self.source.X[:m].compute()
         y = self.source.y[:m].compute()
