@@ -141,9 +141,7 @@ def _newton_polish(obj: PerturbedGLMObjective, tau: float, theta, max_steps: int
     return theta, steps
 
 
-def _newton_exact(
-    obj, tau: float, theta, max_iter: int, *, one_pass: bool = False, warm: bool = False
-):
+def _newton_exact(obj, tau: float, theta, max_iter: int, *, one_pass: bool = False):
     """Damped Newton steps with the exact Hessian; returns (theta, iterations, ||g(theta)||).
 
     The step p = -H^{-1} g (Cholesky; H >= lam I is positive definite) is tried at unit
@@ -157,15 +155,15 @@ def _newton_exact(
     fast linear convergence) and recomputed otherwise. Out of core (``one_pass``) it
     rides on the pass that evaluates the next trial point whenever the last step was
     slow, so that no pass is spent on the Hessian alone except after a rejected step.
-    From a ``warm`` start (near the optimum) the first step is expected to be fast, so
-    its trial pass carries no Hessian.
+    (Skipping it on the first trial after the subsample start was measured: 7 passes
+    instead of 4 on 10^6 x 100 rows, the kept Hessian converging only linearly.)
     """
     from scipy.linalg import cho_factor, cho_solve
 
     _, grad, hess = obj.value_gradient_hessian(theta)
     fresh = True  # hess was computed at theta
     norm = float(np.linalg.norm(grad))
-    direction, step, it, ratio = None, 1.0, 0, (0.0 if warm else 1.0)
+    direction, step, it, ratio = None, 1.0, 0, 1.0
     while norm > tau and it < max_iter:
         if direction is None:
             direction = -cho_solve(cho_factor(hess), grad)
@@ -271,10 +269,9 @@ def solve(
         EXACT_HESSIAN_MAX_D if expensive else IN_MEMORY_EXACT_MAX_D
     )
     if method in ("auto", "newton") and exact:
-        start = _warm_start(obj, theta) if theta0 is None else theta
-        theta, n_iter, grad_norm = _newton_exact(
-            obj, tau, start, max_iter, one_pass=expensive, warm=start is not theta
-        )
+        if theta0 is None:
+            theta = _warm_start(obj, theta)
+        theta, n_iter, grad_norm = _newton_exact(obj, tau, theta, max_iter, one_pass=expensive)
         if grad_norm <= tau:  # certified by the pass that computed this gradient
             return SolverResult(theta, grad_norm, n_iter, obj.grad_evals, "newton")
         method = "lbfgs"  # (not seen on strongly convex objectives) finish with L-BFGS
