@@ -20,6 +20,20 @@ from ..losses import ClippedLoss, GLMLoss
 CLIP_ROUNDING = 1.0 - 1e-12
 
 
+def clipping_kappa(loss: GLMLoss, norms: np.ndarray) -> tuple[GLMLoss, np.ndarray | None]:
+    """(the loss to evaluate, kappa_i = C/||x_i|| or None) for rows of these norms.
+
+    A :class:`ClippedLoss` whose clip never binds on these rows (up to
+    :data:`CLIP_ROUNDING`) is evaluated as its base loss, without kappa.
+    """
+    if not isinstance(loss, ClippedLoss):
+        return loss, None
+    kappa = loss.kappa(norms)
+    if np.all(kappa >= loss.base.derivative_bound * CLIP_ROUNDING):
+        return loss.base, None  # |f'| never exceeds kappa on these rows
+    return loss, kappa
+
+
 def gram_matrix(A: np.ndarray) -> np.ndarray:
     """A^T A for a dense (m x d) array, by a symmetric rank-k update (half a matrix product)."""
     from scipy.linalg.blas import dsyrk
@@ -58,18 +72,11 @@ class PerturbedGLMObjective:
         self.row_norms = row_norms(self.X)
         self.y = np.asarray(y, dtype=np.float64)
         self.n, self.d = self.X.shape
-        self.loss = self.given_loss = loss
+        self.given_loss = loss
         self.lam = float(lam)
         self.b = np.zeros(self.d) if b is None else np.asarray(b, dtype=np.float64)
         self._hess_cache: tuple[bytes, np.ndarray] | None = None
-        self._kappa = None
-        if isinstance(loss, ClippedLoss):
-            kappa = loss.kappa(self.row_norms)
-            if np.all(kappa >= loss.base.derivative_bound * CLIP_ROUNDING):
-                # |f'| never exceeds kappa on these rows: clipping is the identity
-                self.loss = loss.base
-            else:
-                self._kappa = kappa
+        self.loss, self._kappa = clipping_kappa(loss, self.row_norms)
         self.grad_evals = 0
 
     # per-example scalars, optionally on a subset of rows ----------------------

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..losses import ClippedLoss, GLMLoss
+from ..losses import GLMLoss
 from ..mechanisms._checks import check_labels
 from ..mechanisms.rows import add_intercept, design_bound, row_scales, transform_rows
-from ..optim.objective import CLIP_ROUNDING, PerturbedGLMObjective, gram_matrix
+from ..optim.objective import PerturbedGLMObjective, clipping_kappa, gram_matrix
 
 
 def is_dask_array(x) -> bool:
@@ -55,13 +55,8 @@ class RowChunk:
             self.y, self.loss, self.args = np.asarray(yb, dtype=np.float64).ravel(), None, ()
             return
         self.y = check_labels(loss, np.asarray(yb).ravel())
-        self.loss, self.args = loss, (self.y,)
-        if isinstance(loss, ClippedLoss):
-            kappa = loss.kappa(self.norms)
-            if np.all(kappa >= loss.base.derivative_bound * CLIP_ROUNDING):
-                self.loss = loss.base  # clipping is the identity on these rows
-            else:
-                self.args = (self.y, kappa)
+        self.loss, kappa = clipping_kappa(loss, self.norms)
+        self.args = (self.y,) if kappa is None else (self.y, kappa)
 
     def times(self, theta: np.ndarray) -> np.ndarray:
         """X~ theta for the transformed rows X~."""
