@@ -346,7 +346,37 @@ class PLDAccountant(pld_privacy_accountant.PLDAccountant):
             ):
                 self._compose_ours(*self._our_loss_pmfs(event), count)
             return None
+        if isinstance(inner, dp_event.GaussianDpEvent):
+            refusal = _gaussian_grid_refusal(
+                inner.noise_multiplier, self._value_discretization_interval
+            )
+            if refusal is not None:
+                return _CompositionError(invalid_event=inner, error_message=refusal)
         return super()._maybe_compose(event, count, do_compose)
+
+
+#: a Gaussian PLD on more grid points than this is refused (memory and time)
+MAX_GAUSSIAN_GRID_POINTS = 10**8
+
+
+def _gaussian_grid_refusal(noise_multiplier: float, h: float) -> str | None:
+    """Why a Gaussian of this noise multiplier cannot be put on a PLD grid of step h, or None.
+
+    Its privacy loss at x standard deviations from the mean is 1/(2 s^2) +- x/s, so the
+    grid spans about 2 (1/(2 s^2) + 10/s) / h points; a tiny s (say 1e-5 at h = 1e-4)
+    would need about 1e14 of them, where dp_accounting tries to allocate the array.
+    """
+    s = float(noise_multiplier)
+    if not s > 0:
+        return None  # left to the event checks
+    points = 2.0 * (0.5 / s**2 + 10.0 / s) / h
+    if points <= MAX_GAUSSIAN_GRID_POINTS:
+        return None
+    return (
+        f"noise multiplier {s:.3g} is too small for PLD accounting: its privacy loss spans "
+        f"about {points * h:.3g}, {points:.2g} grid points at step {h:g}; such an epsilon is "
+        "far too large to be useful, so raise the noise or use RDP accounting"
+    )
 
 
 def _as_loss_pmf(pmf) -> _pld.LossPmf:
@@ -570,9 +600,7 @@ def _event_key(value):
         return ("seq", tuple(_event_key(x) for x in value))
     if isinstance(value, dp_event.DpEvent) and attr.has(type(value)):
         cls = type(value)
-        fields = tuple(
-            (f.name, _event_key(getattr(value, f.name))) for f in attr.fields(cls)
-        )
+        fields = tuple((f.name, _event_key(getattr(value, f.name))) for f in attr.fields(cls))
         return (f"{cls.__module__}.{cls.__qualname__}", fields)
     raise _Uncacheable(type(value).__name__)
 
