@@ -194,6 +194,20 @@ def test_read_table_and_cli_fit_with_dask(tmp_path, capsys):
     assert json.loads((tmp_path / "m.json").read_text())["dask"] is True
 
 
+TIGHT_AMP = {"lam": 3.0, "sigma": 4.0, "tau": 1e-8, "sigma_out": 1e-6, "clip": np.sqrt(2)}
+UNIT_ROWS = {"row_norm": "normalize", "row_bound": 1.0, "fit_intercept": True}
+
+
+def _amp_in_memory_and_out_of_core(X, y, seed):
+    """AMP on the same rows and noise draws: (in-memory release, dask source, dask release)."""
+    Xt = add_intercept(transform_rows(X, "normalize", 1.0), 1.0)
+    rng = np.random.default_rng
+    mem = amp(Xt, y, "logistic", row_bound=np.sqrt(2), rng=rng(seed), **TIGHT_AMP)
+    source = DaskRows(da.from_array(X, chunks=(700, 6)), da.from_array(y, chunks=700), **UNIT_ROWS)
+    big = amp(source, None, "logistic", row_bound=np.sqrt(2), rng=rng(seed), **TIGHT_AMP)
+    return mem, source, big
+
+
 def test_out_of_core_newton_certifies_in_few_passes(data):
     """Default solver on dask: the Hessian comes with the gradient's pass (fewer passes).
 
@@ -201,12 +215,8 @@ def test_out_of_core_newton_certifies_in_few_passes(data):
     L-BFGS (with its Newton-CG polish) needs several times more.
     """
     X, y = data
-    kw = {"lam": 3.0, "sigma": 4.0, "tau": 1e-8, "sigma_out": 1e-6, "clip": np.sqrt(2)}
-    Xt = add_intercept(transform_rows(X, "normalize", 1.0), 1.0)
-    mem = amp(Xt, y, "logistic", row_bound=np.sqrt(2), rng=np.random.default_rng(7), **kw)
-    rows = {"row_norm": "normalize", "row_bound": 1.0, "fit_intercept": True}
-    source = DaskRows(da.from_array(X, chunks=(700, 6)), da.from_array(y, chunks=700), **rows)
-    big = amp(source, None, "logistic", row_bound=np.sqrt(2), rng=np.random.default_rng(7), **kw)
+    kw, rows = TIGHT_AMP, UNIT_ROWS
+    mem, source, big = _amp_in_memory_and_out_of_core(X, y, seed=7)
     assert big.info["solver"] == "newton" and big.info["passes"] <= 8
     slow = amp(source, None, "logistic", row_bound=np.sqrt(2), rng=np.random.default_rng(7),
                solver="lbfgs", **kw)  # fmt: skip
@@ -227,13 +237,8 @@ def test_out_of_core_warm_start_reads_only_the_first_rows(data, monkeypatch):
     import dpconvex.optim.solvers as solvers
 
     monkeypatch.setattr(solvers, "WARM_START_ROWS", 600)
-    X, y = data
-    kw = {"lam": 3.0, "sigma": 4.0, "tau": 1e-8, "sigma_out": 1e-6, "clip": np.sqrt(2)}
-    Xt = add_intercept(transform_rows(X, "normalize", 1.0), 1.0)
-    mem = amp(Xt, y, "logistic", row_bound=np.sqrt(2), rng=np.random.default_rng(2), **kw)
-    rows = {"row_norm": "normalize", "row_bound": 1.0, "fit_intercept": True}
-    source = DaskRows(da.from_array(X, chunks=(700, 6)), da.from_array(y, chunks=700), **rows)
-    big = amp(source, None, "logistic", row_bound=np.sqrt(2), rng=np.random.default_rng(2), **kw)
+    kw = TIGHT_AMP
+    mem, _, big = _amp_in_memory_and_out_of_core(*data, seed=2)
     assert big.info["grad_norm"] <= kw["tau"]
     assert np.linalg.norm(big.theta - mem.theta) <= 2 * kw["tau"] / kw["lam"]
 
