@@ -31,6 +31,7 @@ from . import pld as _pld
 from .conversions import CONVERSIONS, delta_from_rdp, epsilon_from_rdp
 from .event_checks import validate_event
 from .events import AmpDpEvent, ObjectivePerturbationDpEvent, RandomChoiceDpEvent
+from .gaussian_pld import gaussian_pld
 from .objpert import amp_rdp, objpert_rdp
 
 NeighboringRelation = privacy_accountant.NeighboringRelation
@@ -225,15 +226,15 @@ class RdpAccountant(rdp_privacy_accountant.RdpAccountant):
         return None
 
 
-def _contains_ours(event) -> bool:
-    """Whether objective perturbation or AMP occurs anywhere in ``event``."""
-    if isinstance(event, _OURS):
+def _contains_ours(event, ours: Callable = lambda e: isinstance(e, _OURS)) -> bool:
+    """Whether an event of ours (objective perturbation or AMP by default) occurs in ``event``."""
+    if ours(event):
         return True
     children = getattr(event, "events", None)
     if children is None:
         child = getattr(event, "event", None)
         children = [] if child is None else [child]
-    return any(_contains_ours(e) for e in children)
+    return any(_contains_ours(e, ours) for e in children)
 
 
 _BASE_PLDS: OrderedDict = OrderedDict()
@@ -352,7 +353,29 @@ class PLDAccountant(pld_privacy_accountant.PLDAccountant):
             )
             if refusal is not None:
                 return _CompositionError(invalid_event=inner, error_message=refusal)
+            if self._compose_gaussian(event, count, do_compose):
+                return None
         return super()._maybe_compose(event, count, do_compose)
+
+    def _compose_gaussian(self, event, count: int, do_compose: bool) -> bool:
+        """Compose a (Poisson-subsampled) Gaussian with the numpy-built PLD; False: not handled.
+
+        The same PLD dp_accounting builds (:mod:`dpconvex.accounting.gaussian_pld`), about
+        ten times faster; other neighbouring relations and zero noise go to dp_accounting.
+        """
+        sampled = isinstance(event, dp_event.PoissonSampledDpEvent)
+        z = (event.event if sampled else event).noise_multiplier
+        q = event.sampling_probability if sampled else 1.0
+        if self.neighboring_relation is not _ADD_REMOVE or not z > 0 or not 0 < q <= 1:
+            return False
+        if do_compose:
+            h = self._value_discretization_interval
+            if sampled:
+                pld = gaussian_pld(z, h, q, count)
+            else:  # k Gaussians of noise z are one Gaussian of noise z / sqrt(k)
+                pld = gaussian_pld(z / math.sqrt(count), h)
+            self._pld = self._pld.compose(pld)
+        return True
 
 
 #: a Gaussian PLD on more grid points than this is refused (memory and time)
@@ -485,9 +508,20 @@ class PrivacyAccountant:
         Each is a valid upper bound, so the queries report the smaller of the two.
         """
         done = self._cache.setdefault("pld", {})
+        if not _contains_ours(self.ledger, _ours_pld):
+            slack = 0.0  # the allowance only concerns our own compositions: any PLD will do
+            if done:
+                return next(iter(done.values()))
         for have, plds in done.items():
             if have <= slack:
                 return plds
+        try:  # the same public ledger on the same grid was composed before in this process
+            key = (_event_key(self.ledger), self._h, slack)
+        except _Uncacheable:
+            key = None
+        if key is not None and (plds := _COMPOSED.get(key)) is not None:
+            done[slack] = plds
+            return plds
         token = _pld.slack_budget.set(slack)
         try:
             acc = PLDAccountant(value_discretization_interval=self._h)
@@ -501,6 +535,8 @@ class PrivacyAccountant:
             done[slack] = plds
         finally:
             _pld.slack_budget.reset(token)
+        if key is not None:
+            _COMPOSED.put(key, plds)
         return done[slack]
 
     def rdp(self, orders=None) -> np.ndarray:
@@ -590,8 +626,22 @@ def _event_key(value):
 
     Only plain values (numbers, strings, None), dp_accounting events (attrs classes)
     and lists of them are accepted; anything else raises :class:`_Uncacheable`, and
-    the query is then computed without the cache.
+    the query is then computed without the cache. Forms every accountant prices
+    alike share a key: a composition of one event is that event, and ``b``
+    self-compositions of ``a`` self-compositions of E are ``a b`` of E.
     """
+    if isinstance(value, dp_event.ComposedDpEvent) and len(value.events) == 1:
+        return _event_key(value.events[0])
+    if isinstance(value, dp_event.SelfComposedDpEvent):
+        inner, count = value.event, value.count
+        while isinstance(inner, dp_event.SelfComposedDpEvent):
+            inner, count = inner.event, count * inner.count
+        while isinstance(inner, dp_event.ComposedDpEvent) and len(inner.events) == 1:
+            inner = inner.events[0]
+        if count == 1:
+            return _event_key(inner)
+        if inner is not value.event:
+            return _event_key(dp_event.SelfComposedDpEvent(inner, count))
     if value is None or isinstance(value, (bool, int, float, str)):
         return (type(value).__name__, value)
     if isinstance(value, np.floating | np.integer):
@@ -643,3 +693,37 @@ class _ResultCache:
 
 
 _RESULTS = _ResultCache()
+
+
+class _ComposedCache:
+    """Process-wide LRU of composed PLDs, keyed by (public ledger, grid step, round-off slack).
+
+    A calibration composes the noise it returns; the fit's epsilon report then asks
+    the same ledger for epsilon instead of delta, and reads the PLD already composed.
+    A few entries only: a composed PLD can hold 10^5 - 10^6 grid points.
+    """
+
+    def __init__(self, size: int = 8):
+        self._size = size
+        self._data: OrderedDict = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key):
+        with self._lock:
+            if key in self._data:
+                self._data.move_to_end(key)
+                return self._data[key]
+        return None
+
+    def put(self, key, plds) -> None:
+        with self._lock:
+            self._data[key] = plds
+            while len(self._data) > self._size:
+                self._data.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._data.clear()
+
+
+_COMPOSED = _ComposedCache()

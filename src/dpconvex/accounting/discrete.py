@@ -172,9 +172,7 @@ def discrete_laplace_loss_atoms(scale: float, k: int) -> tuple[np.ndarray, np.nd
     c = math.tanh(0.5 / b)  # p(x) = c e^(-|x|/b)
     x = np.arange(1, k, dtype=float)
     losses = np.concatenate(([k / b, -k / b], (k - 2.0 * x) / b))
-    masses = np.concatenate(
-        ([1.0 / (1.0 + r), math.exp(-k / b) / (1.0 + r)], c * np.exp(-x / b))
-    )
+    masses = np.concatenate(([1.0 / (1.0 + r), math.exp(-k / b) / (1.0 + r)], c * np.exp(-x / b)))
     return losses, masses
 
 
