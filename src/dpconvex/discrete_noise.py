@@ -377,9 +377,7 @@ def _resolve(value, sensitivity, grid, norm):
 def _snap(value: np.ndarray, grid: float) -> np.ndarray:
     scaled = value / grid  # exact: grid is a power of two
     if value.size and np.abs(scaled).max() >= 2.0**52:
-        raise ValueError(
-            "value / grid exceeds 2^52: use a coarser grid (outputs must stay exact)"
-        )
+        raise ValueError("value / grid exceeds 2^52: use a coarser grid (outputs must stay exact)")
     return np.rint(scaled).astype(np.int64)
 
 

@@ -4,7 +4,7 @@ import math
 
 import pytest
 from dp_accounting import gaussian_mechanism
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from dpconvex.accounting import (
@@ -13,6 +13,7 @@ from dpconvex.accounting import (
     PrivacyAccountant,
     amp_parameters,
     calibrate,
+    calibrators,
     dpsgd_event,
     dpsgd_noise_multiplier,
     gaussian_sigma,
@@ -20,6 +21,8 @@ from dpconvex.accounting import (
     objpert_epsilon,
     tuned_event,
 )
+from dpconvex.accounting import accountants as acc_mod
+from dpconvex.accounting.calibrators import pld_grid
 
 
 @settings(max_examples=200, deadline=None)
@@ -127,12 +130,60 @@ def test_dpsgd_calibration_never_overspends(epsilon, q, steps):
 
 
 @pytest.mark.slow
-@settings(max_examples=20, deadline=None)
-@given(epsilon=st.floats(0.1, 20), q=st.floats(1e-3, 1.0), steps=st.integers(1, 2000))
-def test_dpsgd_calibration_never_overspends_wide(epsilon, q, steps):
-    # q below 1e-3 with epsilon below 0.1 makes single PLD calibrations take minutes
-    # (a fine grid over a long composition); that corner waits for the faster calibration
-    _check_dpsgd_calibration(epsilon, q, steps)
+@settings(max_examples=30, deadline=None)
+@given(
+    epsilon=st.floats(0.02, 20), q=st.floats(1e-4, 1.0), steps=st.integers(1, 20000),
+    delta=st.sampled_from([1e-3, 1e-5, 1e-8]),
+)  # fmt: skip
+def test_dpsgd_calibration_never_overspends_wide(epsilon, q, steps, delta):
+    # with delta >= q even a noiseless step meets the target (the search runs to its floor)
+    assume(delta < 0.1 * q)
+    _check_model_guided_calibration(epsilon, delta, q, steps)
+
+
+def _check_model_guided_calibration(epsilon, delta, q, steps, rtol=2e-4):
+    """The model-guided search: within budget on the calibration and the default grids,
+    and the same noise as the bracketing search (the careful one) within its tolerance."""
+    fast = dpsgd_noise_multiplier(epsilon, delta, q, steps, rtol=rtol)
+    for h in {pld_grid(epsilon), 1e-4}:
+        accountant = PrivacyAccountant("pld", value_discretization_interval=h)
+        assert accountant.compose(dpsgd_event(fast, q, steps)).get_epsilon(delta) <= epsilon
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(calibrators, "MODEL_SEARCH_EVALUATIONS", 0)  # bracketing search only
+        careful = dpsgd_noise_multiplier(epsilon, delta, q, steps, rtol=rtol)
+    assert careful * (1 - rtol) <= fast <= careful * (1 + 2 * rtol)
+
+
+@pytest.mark.parametrize(
+    ("epsilon", "delta", "q", "steps"),
+    [
+        (0.1, 1e-5, 256 / 36177, 8480),  # the Adult DP-SGD defaults
+        (1.0, 1e-5, 256 / 36177, 8480),
+        (8.0, 1e-5, 256 / 36177, 8480),
+        (0.5, 1e-7, 0.05, 200),
+        (3.0, 1e-3, 0.5, 10),
+        (2.0, 1e-6, 1.0, 50),  # no subsampling: composed Gaussians
+    ],
+)
+def test_model_guided_calibration_matches_the_bracketing_search(epsilon, delta, q, steps):
+    _check_model_guided_calibration(epsilon, delta, q, steps)
+
+
+def test_model_guided_calibration_needs_few_accountant_calls(monkeypatch):
+    calls = []
+    real = calibrators._delta_of
+
+    def counted(event, *args, **kwargs):
+        calls.append(event)
+        return real(event, *args, **kwargs)
+
+    monkeypatch.setattr(calibrators, "_delta_of", counted)
+    acc_mod._RESULTS.clear()
+    for epsilon in (0.3, 1.0, 8.0):
+        calls.clear()
+        dpsgd_noise_multiplier(epsilon, 1e-5, 256 / 36177, 8480, rtol=2e-4)
+        distinct = {acc_mod._event_key(e) for e in calls}
+        assert len(distinct) <= 5, (epsilon, len(distinct))  # the bracketing search took 10-20
 
 
 def test_amp_calibration_rejects_bad_input():

@@ -54,3 +54,77 @@ def test_fields_that_are_not_plain_values_are_never_keyed():
     acc = PrivacyAccountant("rdp").compose(dp_event.GaussianDpEvent(1.0))
     acc._events.append(_OpaqueEvent(object()))
     assert acc._query_key("epsilon", 1e-5) is None
+
+
+def test_the_same_ledger_on_the_same_grid_is_composed_once_per_process():
+    acc_mod._COMPOSED.clear()
+    event = dp_event.SelfComposedDpEvent(
+        dp_event.PoissonSampledDpEvent(0.01, dp_event.GaussianDpEvent(1.7)), 300
+    )
+    first = PrivacyAccountant("pld").compose(event)._plds()
+    again = PrivacyAccountant("pld").compose(event)._plds()
+    assert again is first
+    finer = PrivacyAccountant("pld", value_discretization_interval=5e-5).compose(event)._plds()
+    assert finer is not first
+
+
+def test_forms_every_accountant_prices_alike_share_a_key():
+    e = dp_event.PoissonSampledDpEvent(0.02, dp_event.GaussianDpEvent(2.0))
+    nested = dp_event.SelfComposedDpEvent(dp_event.SelfComposedDpEvent(e, 30), 4)
+    flat = dp_event.SelfComposedDpEvent(e, 120)
+    assert acc_mod._event_key(nested) == acc_mod._event_key(flat)
+    assert acc_mod._event_key(dp_event.ComposedDpEvent([flat])) == acc_mod._event_key(flat)
+    assert acc_mod._event_key(dp_event.SelfComposedDpEvent(e, 1)) == acc_mod._event_key(e)
+    # and they are priced alike, so sharing the answer is exact
+    for accounting in ("pld", "rdp"):
+        a = PrivacyAccountant(accounting)
+        b = PrivacyAccountant(accounting)
+        a._events.append(nested)  # bypass compose's cache to price both from scratch
+        b._events.append(flat)
+        assert a._epsilon(1e-5) == pytest.approx(b._epsilon(1e-5), rel=1e-12)
+
+
+def _fit_dpsgd(X, y):
+    from dpconvex import DPLogisticRegression
+
+    return DPLogisticRegression(method="dpsgd", epsilon=2.0, epochs=2, random_state=0).fit(X, y)
+
+
+def test_a_fit_reports_its_epsilon_from_the_pld_its_calibration_composed(monkeypatch):
+    import numpy as np
+
+    from dpconvex.accounting import gaussian_pld as gp
+
+    built = []
+    real = gp.gaussian_pld
+    monkeypatch.setattr(acc_mod, "gaussian_pld", lambda *a: built.append(a) or real(*a))
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(400, 3)), rng.integers(0, 2, 400)
+    acc_mod._RESULTS.clear()
+    acc_mod._COMPOSED.clear()
+    model = _fit_dpsgd(X, y)
+    in_fit = list(built)
+    built.clear()
+    acc_mod._RESULTS.clear()
+    acc_mod._COMPOSED.clear()
+    from dpconvex.accounting import dpsgd_noise_multiplier
+
+    p = model.mechanism_params_
+    dpsgd_noise_multiplier(2.0, model.delta, p["sampling_rate"], p["steps"], rtol=2e-4)
+    assert len(in_fit) == len(built) > 0  # the report composed nothing new
+
+
+def test_cache_keys_hold_public_parameters_only():
+    import numpy as np
+
+    rng = np.random.default_rng(1)
+    X, y = rng.normal(size=(400, 3)), rng.integers(0, 2, 400)
+    acc_mod._RESULTS.clear()
+    acc_mod._COMPOSED.clear()
+    model = _fit_dpsgd(X, y)
+    results, composed = set(acc_mod._RESULTS._data), set(acc_mod._COMPOSED._data)
+    # other rows of the same public shape: every query is the same key, none is new
+    _fit_dpsgd(rng.normal(size=(400, 3)) * 7, 1 - y)
+    assert set(acc_mod._RESULTS._data) == results
+    assert set(acc_mod._COMPOSED._data) == composed
+    assert acc_mod._event_key(model.dp_event_) in {key[0] for key in composed}

@@ -33,6 +33,7 @@ from .event_checks import validate_event
 from .events import AmpDpEvent, ObjectivePerturbationDpEvent, RandomChoiceDpEvent
 from .gaussian_pld import gaussian_pld
 from .objpert import amp_rdp, objpert_rdp
+from .subsampled_rdp import subsampled_gaussian_rdp_int
 
 NeighboringRelation = privacy_accountant.NeighboringRelation
 UnsupportedEventError = privacy_accountant.UnsupportedEventError
@@ -176,17 +177,45 @@ class RdpAccountant(rdp_privacy_accountant.RdpAccountant):
                 curves = [acc.compose(e).rdp for acc, e in zip(inner, event.events, strict=True)]
                 self._rdp += count * np.max(curves, axis=0)
             return None
-        if (
-            isinstance(event, dp_event.RepeatAndSelectDpEvent)
-            and event.shape == math.inf
-            and _contains_ours(event.event)
-        ):
+        if isinstance(event, dp_event.RepeatAndSelectDpEvent) and event.shape == math.inf:
             return self._compose_poisson_tuning(event, count, do_compose)
+        if self._compose_subsampled_gaussian(event, count, do_compose):
+            return None
         # dp_accounting logs (via absl) one warning per RDP order whose series does not
         # converge and leaves that order out (its RDP is inf): epsilon stays an upper
         # bound. Drop and count those lines; every other warning passes (see _logs).
         with quiet_rdp_convergence():
             return super()._maybe_compose(event, count, do_compose)
+
+    def _compose_subsampled_gaussian(self, event, count: int, do_compose: bool) -> bool:
+        """The Poisson-subsampled Gaussian's RDP with integer orders vectorized; False: not ours.
+
+        Integer orders by :func:`~dpconvex.accounting.subsampled_rdp.subsampled_gaussian_rdp_int`
+        (the sum dp_accounting evaluates term by term), other orders by dp_accounting.
+        """
+        if not (
+            isinstance(event, dp_event.PoissonSampledDpEvent)
+            and type(event.event) is dp_event.GaussianDpEvent
+            and self.neighboring_relation is _ADD_REMOVE
+            and 0 < event.sampling_probability < 1
+            and event.event.noise_multiplier > 0
+        ):
+            return False
+        if do_compose:
+            q, z = event.sampling_probability, event.event.noise_multiplier
+            orders = np.asarray(self._orders, dtype=float)
+            integer = np.isfinite(orders) & (orders >= 2) & (orders == np.round(orders))
+            rdp = np.empty(orders.size)
+            rdp[integer] = subsampled_gaussian_rdp_int(q, z, orders[integer])
+            if not integer.all():
+                rest = rdp_privacy_accountant.RdpAccountant(
+                    list(orders[~integer]), self.neighboring_relation
+                )
+                with quiet_rdp_convergence():
+                    rest.compose(event)
+                rdp[~integer] = rest._rdp
+            self._rdp = self._rdp + count * rdp
+        return True
 
     def _compose_poisson_tuning(self, event, count, do_compose):
         """Papernot-Steinke Thm 6 with the base delta from the exact privacy profile.
@@ -204,7 +233,9 @@ class RdpAccountant(rdp_privacy_accountant.RdpAccountant):
         eps_hat = log(1 + 1/(lambda - 1)) as dp_accounting does. Thm 2 (truncated
         negative binomial) is an RDP-only statement and stays with dp_accounting.
         Only for our events: dp_accounting's own bases (e.g. honest DP-SGD) keep its
-        pricing, which reproduces the paper baselines (spec objpert.md §9.2).
+        pricing, which reproduces the paper baselines (spec objpert.md §9.2) — the
+        same formula as dp_accounting's, with the conversion at every eps_hat computed
+        at once (:func:`rdp_deltas`) instead of one order at a time.
         """
         if math.isnan(event.mean) or event.mean < 1:
             raise ValueError(f"Mean of number of repetitions must be >=1. Got {event.mean}.")
@@ -216,14 +247,32 @@ class RdpAccountant(rdp_privacy_accountant.RdpAccountant):
         out = np.full(orders.size, np.inf)
         ok = orders > 1
         eps_hat = np.log1p(1.0 / (orders[ok] - 1.0))
-        from_rdp = np.array(
-            [rdp_privacy_accountant.compute_delta(orders, rdp, e)[0] for e in eps_hat]
-        )
-        exact = base_delta_from_pld(event.event, eps_hat)
+        from_rdp = rdp_deltas(orders, rdp, eps_hat)
+        exact = base_delta_from_pld(event.event, eps_hat) if _contains_ours(event.event) else None
         delta_hat = from_rdp if exact is None else np.minimum(from_rdp, exact)
         out[ok] = rdp[ok] + event.mean * delta_hat + math.log(event.mean) / (orders[ok] - 1.0)
         self._rdp = self._rdp + count * out
         return None
+
+
+def rdp_deltas(orders: np.ndarray, rdp: np.ndarray, epsilons: np.ndarray) -> np.ndarray:
+    """delta(epsilon) from an RDP curve at every epsilon at once, as dp_accounting converts.
+
+    Per order the better of the KL bound sqrt(1 - e^-r) and, for orders above 1.01, the
+    conversion of Canonne, Kamath & Steinke 2020 (arXiv 2004.00010, Prop. 12 in v4):
+    log delta = (a - 1)(r - eps + log(1 - 1/a)) - log a; the best order wins. This is
+    ``dp_accounting.rdp.compute_delta`` evaluated for a vector of epsilons.
+    """
+    a = np.asarray(orders, dtype=float)
+    r = np.asarray(rdp, dtype=float)
+    eps = np.atleast_1d(np.asarray(epsilons, dtype=float))
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        kl = np.where(r > 0, 0.5 * np.log1p(-np.exp(-r)), -np.inf)
+        big = a > 1.01
+        conv = (a[big] - 1) * (r[big] - eps[:, None] + np.log1p(-1 / a[big])) - np.log(a[big])
+    log_delta = np.broadcast_to(kl, (eps.size, a.size)).copy()
+    log_delta[:, big] = np.minimum(log_delta[:, big], np.nan_to_num(conv, nan=np.inf))
+    return np.minimum(np.exp(log_delta.min(axis=1)), 1.0)
 
 
 def _contains_ours(event, ours: Callable = lambda e: isinstance(e, _OURS)) -> bool:

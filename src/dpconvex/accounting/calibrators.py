@@ -196,15 +196,19 @@ def _model_search(delta_at, epsilon, delta, model_mu, model_z, z0, rtol) -> floa
         if good is not None and bad is not None and good <= bad * (1.0 + rtol):
             return good
         mu = _gdp_mu(epsilon, d)
-        if mu is None:
-            return good if good is not None and bad is not None else None
-        seen.append((math.log(z), math.log(mu / model_mu(z))))
+        try:
+            seen.append((math.log(z), math.log(mu / model_mu(z))))
+        except (TypeError, ValueError, ZeroDivisionError, OverflowError):
+            return None  # outside the model's range (mu None: delta 0 or 1)
         (u1, r1), (u2, r2) = seen[-2:] if len(seen) > 1 else (seen[-1], seen[-1])
         slope = (r2 - r1) / (u2 - u1) if u2 != u1 else 0.0
         pred = z
         for _ in range(50):  # model_mu(z) exp(log r(z)) = mu*: a contraction near the root
             log_r = r2 + slope * (math.log(pred) - u2)
-            nxt = model_z(mu_star / math.exp(log_r))
+            try:
+                nxt = model_z(mu_star / math.exp(log_r))
+            except (ValueError, ZeroDivisionError, OverflowError):
+                return None
             if not (math.isfinite(nxt) and nxt > 0):
                 return None
             done = abs(nxt / pred - 1.0) < 1e-3 * rtol
