@@ -1,6 +1,6 @@
 """Accounting benchmark: dpconvex's objective-perturbation accounting next to dp_accounting.
 
-Run:  python benchmarks/bench_accounting.py [--repeats N]
+Run:  python benchmarks/bench_accounting.py [--repeats N] [--calibration]
 
 Prints one table: median wall time of each task over N repeats, the result it
 computed, and, for the PLD composition, the ratio to dp_accounting's own
@@ -47,6 +47,11 @@ def timed(fn, repeats):
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument(
+        "--calibration",
+        action="store_true",
+        help="time cold and warm calibrations (DP-SGD, AMP) and the accounting share of a fit",
+    )
     args = parser.parse_args()
     r = args.repeats
 
@@ -107,6 +112,9 @@ def main() -> None:
             )
         )
 
+    if args.calibration:
+        calibration_tables(r)
+        return
     print(
         f"dpconvex accounting benchmark | python {platform.python_version()} | "
         f"OMP_NUM_THREADS={os.environ['OMP_NUM_THREADS']} | repeats={r} (median)"
@@ -116,6 +124,124 @@ def main() -> None:
         shown = f"{ratio:7.2f}" if ratio is not None else " " * 7
         print(f"{name:<54} {secs:9.4f} {shown}  {result}")
     print("ratio: time / dp_accounting's 1000 self-compositions of a Gaussian PLD (same run)")
+
+
+def _clear_caches() -> None:
+    from dpconvex.accounting import accountants
+
+    accountants._RESULTS.clear()
+    accountants._COMPOSED.clear()
+    accountants._BASE_PLDS.clear()
+
+
+def _cold_warm(fn, repeats):
+    """(median cold time, median warm time, result): caches cleared before each cold call."""
+    cold, warm, result = [], [], None
+    for _ in range(repeats):
+        _clear_caches()
+        start = time.perf_counter()
+        result = fn()
+        cold.append(time.perf_counter() - start)
+        start = time.perf_counter()
+        fn()
+        warm.append(time.perf_counter() - start)
+    return statistics.median(cold), statistics.median(warm), result
+
+
+def calibration_tables(repeats: int) -> None:
+    """Tables of the accounting issue: calibration speed, agreement, share of a fit."""
+    from dp_accounting import mechanism_calibration
+
+    from dpconvex import DPLogisticRegression
+    from dpconvex.accounting import calibrators, dpsgd_event, dpsgd_noise_multiplier, pld_grid
+    from dpconvex.datasets import load_adult
+    from dpconvex.plans.amp import default_sigma_out, default_tau
+
+    X, _, y, _ = load_adult().split(test_size=0.2, seed=0)
+    n = X.shape[0]
+    q, delta, rtol = 256 / n, 1e-5, 2e-4
+    print(
+        f"dpconvex calibration benchmark | python {platform.python_version()} | "
+        f"OMP_NUM_THREADS={os.environ['OMP_NUM_THREADS']} | repeats={repeats} (median) | "
+        f"q = 256/{n}, delta = {delta:g}"
+    )
+    print("\nDP-SGD noise multiplier (PLD, grid 1e-4 * epsilon; the rtol of a fit, 2e-4)")
+    head = (
+        f"{'eps':>5} {'steps':>7} {'cold s':>8} {'warm s':>8} {'dp_acc s':>9} "
+        f"{'z':>10} {'z/z_bracket-1':>14} {'z/z_dp_acc-1':>13}"
+    )
+    print(head)
+    for eps in (0.1, 1.0, 8.0):
+        for steps in (1000, 10_000, 100_000):
+            cold, warm, z = _cold_warm(
+                lambda e=eps, s=steps: dpsgd_noise_multiplier(e, delta, q, s, rtol=rtol), repeats
+            )
+            _clear_caches()
+            saved = calibrators.MODEL_SEARCH_EVALUATIONS
+            calibrators.MODEL_SEARCH_EVALUATIONS = 0  # the bracketing search alone
+            try:
+                z_bracket = dpsgd_noise_multiplier(eps, delta, q, steps, rtol=rtol)
+            finally:
+                calibrators.MODEL_SEARCH_EVALUATIONS = saved
+            h = pld_grid(eps)
+            start = time.perf_counter()
+            z_dp = mechanism_calibration.calibrate_dp_mechanism(
+                lambda h=h: pld_privacy_accountant.PLDAccountant(value_discretization_interval=h),
+                lambda z, s=steps: dpsgd_event(z, q, s),
+                eps,
+                delta,
+                mechanism_calibration.ExplicitBracketInterval(0.5 * z, 2.0 * z),
+                tol=rtol * z,
+            )
+            t_dp = time.perf_counter() - start
+            print(
+                f"{eps:5g} {steps:7d} {cold:8.3f} {warm:8.4f} {t_dp:9.3f} {z:10.5f} "
+                f"{z / z_bracket - 1:14.2e} {z / z_dp - 1:13.2e}"
+            )
+    print("z_bracket: the bracketing search of earlier releases, same accountant and tolerance;")
+    print("dp_acc: dp_accounting's calibrate_dp_mechanism with its own PLD accountant, same grid")
+
+    print("\nAMP parameters for Adult (default plan: tau = 1e-12 n L, derived sigma_out)")
+    print(f"{'eps':>5} {'cold s':>8} {'warm s':>8} {'sigma':>10} {'lam':>8} {'epsilon':>12}")
+    beta, lipschitz = 0.5, 2**0.5
+    tau = default_tau(n, lipschitz)
+    for eps in (0.1, 1.0, 8.0):
+        so = default_sigma_out(tau, beta, eps, delta, 1)
+        cold, warm, cal = _cold_warm(
+            lambda e=eps, s=so: calibrators.amp_parameters(
+                e, delta, accounting="pld", beta=beta, lipschitz=lipschitz, tau=tau, sigma_out=s
+            ),
+            repeats,
+        )
+        print(
+            f"{eps:5g} {cold:8.3f} {warm:8.4f} {cal.sigma:10.5f} {cal.lam:8.4f} {cal.epsilon:12.9f}"
+        )
+
+    print("\nAccounting share of a DP-SGD fit on Adult (cold: caches cleared before each)")
+    print(f"{'eps':>5} {'fit s':>7} {'accounting s':>13} {'share':>7} {'epsilon_':>12}")
+    for eps in (0.1, 1.0, 8.0):
+        fits, books = [], []
+        for seed in range(repeats):
+            _clear_caches()
+            start = time.perf_counter()
+            model = DPLogisticRegression(method="dpsgd", epsilon=eps, random_state=seed)
+            model.fit(X, y)
+            fits.append(time.perf_counter() - start)
+            p = model.mechanism_params_
+            _clear_caches()
+            start = time.perf_counter()
+            z = dpsgd_noise_multiplier(eps, delta, p["sampling_rate"], p["steps"], rtol=rtol)
+            from dpconvex.accounting import PrivacyAccountant
+
+            spent = (
+                PrivacyAccountant(value_discretization_interval=pld_grid(eps))
+                .compose(dpsgd_event(z, p["sampling_rate"], p["steps"]))
+                .get_epsilon(delta)
+            )
+            books.append(time.perf_counter() - start)
+        fit, book = statistics.median(fits), statistics.median(books)
+        print(f"{eps:5g} {fit:7.3f} {book:13.3f} {book / fit:7.1%} {spent:12.9f}")
+    print("accounting: a cold noise calibration plus the report of its epsilon, as a fit does")
 
 
 if __name__ == "__main__":

@@ -206,8 +206,11 @@ def main() -> None:
                                        epsilons, args.seeds)  # fmt: skip
         print_table(reg_rows, "R^2")
     if args.save:
-        saved = [[*r[:3], [float(x) for x in r[3]], float(r[4]), r[5], unit]
-                 for rows, unit in ((cls_rows, "accuracy %"), (reg_rows, "R^2")) for r in rows]
+        saved = [
+            [*r[:3], [float(x) for x in r[3]], float(r[4]), r[5], unit]
+            for rows, unit in ((cls_rows, "accuracy %"), (reg_rows, "R^2"))
+            for r in rows
+        ]
         Path(args.save).write_text(json.dumps(saved))
     if args.plots:
         if cls_rows:

@@ -191,3 +191,23 @@ def test_poisson_subsampled_count_path_matches_direct_compose_counts():
         our_pld.to_pld(a).get_epsilon_for_delta(1e-10),
     )
     assert acc.get_epsilon(1e-10) == pytest.approx(eps_direct, rel=1e-12)
+
+
+def test_direct_convolution_of_two_plrvs_bounds_the_exact_sum_bin_by_bin():
+    from fractions import Fraction
+
+    from dpconvex.accounting import pld as pld_mod
+
+    rng = np.random.default_rng(3)
+    a = rng.random(300) ** 8
+    b = rng.random(20) ** 8
+    a, b = a / a.sum(), b / b.sum()
+    first = pld_mod.LossPmf(1e-3, -150, a, 0.0)
+    second = pld_mod.LossPmf(1e-3, -7, b, 1e-9)
+    out = pld_mod.compose_counts([(first, 1), (second, 1)])
+    assert out.offset == -157 and out.infinity_mass == pytest.approx(1e-9)
+    fa, fb = [Fraction(float(x)) for x in a], [Fraction(float(x)) for x in b]
+    for i in range(0, out.probs.size, 7):
+        exact = sum(fa[j] * fb[i - j] for j in range(max(0, i - 19), min(i, 299) + 1))
+        assert Fraction(float(out.probs[i])) >= exact  # an upper bound, never below
+        assert float(out.probs[i]) <= float(exact) * (1 + 1e-13) + 1e-300
