@@ -106,10 +106,10 @@ class _DenseGather(_DenseAllRows):
     def gradients(self, theta, rng):
         runs = theta.shape[0]
         rows, sizes = poisson_batches(rng, self.X.shape[0], self.q, runs)
-        xb = self.X[rows]
+        xb = self.X.take(rows, axis=0)  # the same rows as X[rows], gathered faster
         if runs == 1:  # two BLAS matrix-vector products
             w = _clipped_weights(
-                xb @ theta[0], self.y1[rows], self.norms1[rows], self.loss, self.clip
+                xb @ theta[0], self.y1.take(rows), self.norms1.take(rows), self.loss, self.clip
             )
             return (xb.T @ w)[None, :]
         owner = np.repeat(np.arange(runs), sizes)
