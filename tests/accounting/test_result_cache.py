@@ -128,3 +128,42 @@ def test_cache_keys_hold_public_parameters_only():
     assert set(acc_mod._RESULTS._data) == results
     assert set(acc_mod._COMPOSED._data) == composed
     assert acc_mod._event_key(model.dp_event_) in {key[0] for key in composed}
+
+
+def test_the_optional_disk_cache_answers_a_new_process_with_the_same_number(tmp_path):
+    from dpconvex.accounting import disk_cache, use_disk_cache
+
+    event = dp_event.SelfComposedDpEvent(dp_event.GaussianDpEvent(2.345678), 7)
+    try:
+        path = use_disk_cache(tmp_path)
+        acc_mod._RESULTS.clear()
+        first = _fresh(event).get_epsilon(1e-6)
+        assert path.exists() and path.parent == tmp_path
+        acc_mod._RESULTS.clear()  # as in a new process: only the disk remembers
+        fresh = _fresh(event)
+        fresh._epsilon = lambda delta: pytest.fail("recomputed instead of read from disk")
+        assert fresh.get_epsilon(1e-6) == first
+        # the stored keys are hashes of the public query only
+        key = _fresh(event)._query_key("epsilon", 1e-6)
+        assert disk_cache.get(key) == first
+        assert disk_cache.get(_fresh(event)._query_key("epsilon", 2e-6)) is None
+    finally:
+        use_disk_cache(None)
+        acc_mod._RESULTS.clear()
+    assert disk_cache.get(_fresh(event)._query_key("epsilon", 1e-6)) is None  # off again
+
+
+def test_a_broken_disk_cache_warns_once_and_changes_no_answer(tmp_path):
+    from dpconvex.accounting import use_disk_cache
+
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    event = dp_event.GaussianDpEvent(3.21)
+    expected = PrivacyAccountant("pld").compose(event)._epsilon(1e-5)
+    try:
+        use_disk_cache(blocker)  # a file where the cache directory should be
+        acc_mod._RESULTS.clear()
+        with pytest.warns(UserWarning, match="on-disk accounting cache is off"):
+            assert _fresh(event).get_epsilon(1e-5) == expected
+    finally:
+        use_disk_cache(None)

@@ -40,6 +40,7 @@ from .discrete import (
     discrete_laplace_loss_pmf,
     discrete_laplace_rdp,
 )
+from .disk_cache import use_disk_cache
 from .event_checks import validate_event
 from .events import (
     AmpDpEvent,
@@ -126,5 +127,6 @@ __all__ = [
     "pld_grid",
     "smallest_epsilon",
     "tuned_event",
+    "use_disk_cache",
     "validate_event",
 ]

@@ -27,6 +27,7 @@ from dp_accounting.rdp import rdp_privacy_accountant
 
 from .. import _validation as v
 from .._logs import quiet_rdp_convergence
+from . import disk_cache
 from . import pld as _pld
 from .conversions import CONVERSIONS, delta_from_rdp, epsilon_from_rdp
 from .event_checks import validate_event
@@ -712,7 +713,8 @@ class _ResultCache:
     prices the same candidate twice, an estimator reporting the epsilon its calibration
     already computed, a second fit with the same settings) returns the first answer
     instead of composing again. The value is the one the accountant computed; nothing
-    about privacy changes.
+    about privacy changes. With the optional on-disk cache on
+    (:mod:`dpconvex.accounting.disk_cache`), answers also outlive the process.
     """
 
     def __init__(self, size: int = 4096):
@@ -729,7 +731,10 @@ class _ResultCache:
                 self._data.move_to_end(key)
                 self.hits += 1
                 return self._data[key]
-        value = compute()
+        value = disk_cache.get(key)  # None unless the optional on-disk cache is on
+        if value is None:
+            value = compute()
+            disk_cache.put(key, value)
         with self._lock:
             self._data[key] = value
             if len(self._data) > self._size:
