@@ -196,3 +196,29 @@ def test_zero_runs_selects_nothing(data):
         pytest.fail("no seed produced K = 0")
     with pytest.raises(ValueError, match="mean number of runs"):
         PrivateRandomSearch(DPLogisticRegression(), {"solver": ["newton"]}, mu=0.5).fit(X, y)
+
+
+def test_the_result_does_not_depend_on_n_jobs(data):
+    X, y = data
+    results = []
+    for n_jobs in (1, 2):
+        search = PrivateRandomSearch(
+            DPLogisticRegression(method="dpsgd", epochs=2),
+            {"learning_rate": loguniform(1e-3, 1e-1), "lam": [0.001, 0.01]},
+            epsilon=2.0,
+            mu=4.0,
+            random_state=11,
+            n_jobs=n_jobs,
+        ).fit(X, y)
+        results.append(search)
+    one, two = results
+    assert one.n_candidates_ == two.n_candidates_ >= 2
+    assert one.best_params_ == two.best_params_
+    assert one.best_score_ == two.best_score_
+    np.testing.assert_array_equal(one.best_estimator_.coef_, two.best_estimator_.coef_)
+    assert one.epsilon_ == two.epsilon_ <= 2.0
+    assert one.free_params_ == ["learning_rate"] and one.priced_params_ == ["lam"]
+    with pytest.raises(ValueError, match="n_jobs"):
+        PrivateRandomSearch(
+            DPLogisticRegression(method="dpsgd"), {"learning_rate": [0.01]}, n_jobs=0
+        ).fit(X, y)

@@ -705,6 +705,20 @@ def _event_key(value):
     raise _Uncacheable(type(value).__name__)
 
 
+_BLAS: list = []
+
+
+def _one_blas_thread():
+    """Context: BLAS on one thread, so that an answer's last bits do not depend on the
+    process's thread count (a search's runs in joblib workers must calibrate exactly as
+    the main process did; the matrices here are small, one thread loses nothing)."""
+    if not _BLAS:
+        from threadpoolctl import ThreadpoolController
+
+        _BLAS.append(ThreadpoolController())
+    return _BLAS[0].limit(limits=1, user_api="blas")
+
+
 class _ResultCache:
     """Process-wide LRU of (query, public parameters) -> epsilon or delta.
 
@@ -733,7 +747,8 @@ class _ResultCache:
                 return self._data[key]
         value = disk_cache.get(key)  # None unless the optional on-disk cache is on
         if value is None:
-            value = compute()
+            with _one_blas_thread():
+                value = compute()
             disk_cache.put(key, value)
         with self._lock:
             self._data[key] = value

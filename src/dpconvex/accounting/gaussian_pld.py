@@ -122,8 +122,9 @@ def self_composed(pmf: pld_pmf.DensePLDPmf, count: int, tail_mass: float = 1e-15
     lower = 0
     if tail_mass > 0 and size > 1:
         orders = np.concatenate((np.arange(-20, 0), np.arange(1, 21))) / size
-        # |order * index| <= 20: the MGF needs no log-sum-exp guard against overflow
-        mgf = np.exp(np.multiply.outer(orders, np.arange(size, dtype=float))) @ probs
+        # |order * index| <= 20: the MGF needs no log-sum-exp guard against overflow;
+        # summed by numpy, not BLAS, so that the window does not depend on BLAS threads
+        mgf = (np.exp(np.multiply.outer(orders, np.arange(size, dtype=float))) * probs).sum(1)
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             log_mgf = np.log(mgf)
             bounds = (count * log_mgf + math.log(2.0 / tail_mass)) / orders

@@ -107,6 +107,11 @@ class PrivateRandomSearch(MetaEstimatorMixin, BaseEstimator):
     budget : None, Budget or path
         None, a :class:`dpconvex.Budget` or the path of its ledger; the whole
         search's event is charged before any run touches the data.
+    n_jobs : int or None
+        Runs fitted in parallel (joblib; -1: all cores, None or 1: one at a time).
+        Every run's hyperparameters, random stream and score noise are drawn before
+        any run starts, so the result for a given ``random_state`` is the same
+        whatever ``n_jobs`` is.
     verbose : False (default) or True: report progress on stderr (a line while the
         per-run budget is calibrated, then a progress bar over the K runs). It changes
         nothing that is computed or released.
@@ -119,6 +124,11 @@ class PrivateRandomSearch(MetaEstimatorMixin, BaseEstimator):
         K, data-independent.
     run_epsilon_, dp_event_, epsilon_, delta_
         The per-run budget, the event of the whole search and what it spent.
+    free_params_, priced_params_ : list of str
+        The searched hyperparameters that cost no privacy (post-processing of the
+        mechanism's noisy output: AMP's solver settings, DP-SGD's learning rate and
+        optimizer) and those that change the mechanism, so that the search is priced
+        as a random choice among them.
 
     Notes
     -----
@@ -144,6 +154,7 @@ class PrivateRandomSearch(MetaEstimatorMixin, BaseEstimator):
         run_epsilon=None,
         random_state=None,
         budget=None,
+        n_jobs=None,
         verbose=False,
     ):
         self.estimator = estimator
@@ -158,6 +169,7 @@ class PrivateRandomSearch(MetaEstimatorMixin, BaseEstimator):
         self.run_epsilon = run_epsilon
         self.random_state = random_state
         self.budget = budget
+        self.n_jobs = n_jobs
         self.verbose = verbose
 
     # -- privacy plan ------------------------------------------------------------
@@ -317,30 +329,27 @@ class PrivateRandomSearch(MetaEstimatorMixin, BaseEstimator):
             raise RuntimeError(
                 "the random number of runs was 0 (probability exp(-mu)); nothing is selected"
             )
-        best = None
-        bar = self._progress(k)
+        # everything random is drawn here, in the order a sequential search draws it
+        # (hyperparameters, the run's own stream, its score noise), so that the runs
+        # can go to any number of workers and give the same result
+        plans = []
         for _ in range(k):
             params = {name: _draw(space, rng) for name, space in self.param_distributions.items()}
-            est = clone(self.estimator).set_params(
-                **params,
-                epsilon=run_epsilon,
-                delta=self.delta,
-                random_state=rng.spawn(1)[0],
-                budget=None,  # the search's event was charged once, above
+            stream = rng.spawn(1)[0]
+            noise = (
+                0 if self.scoring == "public" else int(discrete_gaussian(self.score_noise, rng=rng))
             )
-            est.fit(X_train, y_train)
-            if self.scoring == "public":
-                score = float(est.score(X_public, y_public))
-            else:
-                correct = int(np.sum(est.predict(X_val) == y_val))
-                noisy = correct + int(discrete_gaussian(self.score_noise, rng=rng))
-                score = noisy / len(y_val)
+            plans.append((params, stream, noise))
+        validation = (X_public, y_public) if self.scoring == "public" else (X_val, y_val)
+        runs = self._run_all(plans, run_epsilon, X_train, y_train, validation, k)
+        best = None
+        for score, params, est in runs:  # the first best run wins, as in a sequential scan
             if best is None or score > best[0]:
                 best = (score, params, est)
-            bar.update(1)
-        bar.close()
         self.best_score_, self.best_params_, self.best_estimator_ = best
         self.n_candidates_ = k
+        self.priced_params_ = sorted(self._relevant_choices())
+        self.free_params_ = sorted(set(self.param_distributions) - set(self.priced_params_))
         self.run_epsilon_ = float(run_epsilon)
         self.dp_event_ = event
         self.epsilon_ = float(spent)
@@ -348,6 +357,53 @@ class PrivateRandomSearch(MetaEstimatorMixin, BaseEstimator):
         if classifier:
             self.classes_ = classes
         return self
+
+    def _one_run(self, plan, run_epsilon, X_train, y_train, validation):
+        """Fit one run and score it: (score, params, fitted estimator).
+
+        BLAS runs on one thread, as in joblib's workers: the order of a product's
+        additions then does not depend on n_jobs, and neither do the last bits of the fit.
+        """
+        from threadpoolctl import threadpool_limits
+
+        with threadpool_limits(limits=1, user_api="blas"):
+            return self._scored_run(plan, run_epsilon, X_train, y_train, validation)
+
+    def _scored_run(self, plan, run_epsilon, X_train, y_train, validation):
+        params, stream, noise = plan
+        est = clone(self.estimator).set_params(
+            **params,
+            epsilon=run_epsilon,
+            delta=self.delta,
+            random_state=stream,
+            budget=None,  # the search's event was charged once, before any run
+        )
+        est.fit(X_train, y_train)
+        X_val, y_val = validation
+        if self.scoring == "public":
+            return float(est.score(X_val, y_val)), params, est
+        correct = int(np.sum(est.predict(X_val) == y_val))
+        return (correct + noise) / len(y_val), params, est
+
+    def _run_all(self, plans, run_epsilon, X_train, y_train, validation, k):
+        n_jobs = 1 if self.n_jobs is None else int(self.n_jobs)
+        if n_jobs == 0:
+            raise ValueError("n_jobs must be a non-zero integer (or -1 for all cores)")
+        if n_jobs == 1 or k == 1:
+            bar = self._progress(k)
+            out = []
+            for plan in plans:
+                out.append(self._one_run(plan, run_epsilon, X_train, y_train, validation))
+                bar.update(1)
+            bar.close()
+            return out
+        from joblib import Parallel, delayed
+
+        self._say(f"{k} runs on {n_jobs if n_jobs > 0 else 'all'} workers ...")
+        return Parallel(n_jobs=n_jobs)(
+            delayed(self._one_run)(plan, run_epsilon, X_train, y_train, validation)
+            for plan in plans
+        )
 
     # -- progress (stderr only; never touches rng or results) --------------------
     def _say(self, message: str) -> None:
