@@ -222,3 +222,25 @@ def test_the_result_does_not_depend_on_n_jobs(data):
         PrivateRandomSearch(
             DPLogisticRegression(method="dpsgd"), {"learning_rate": [0.01]}, n_jobs=0
         ).fit(X, y)
+
+
+def test_an_infeasible_search_names_what_binds_and_what_would_work(data):
+    import re
+
+    X, y = data
+    space = {"learning_rate": loguniform(1e-3, 1e-1)}
+    estimator = DPLogisticRegression(method="dpsgd", epochs=1)
+    with pytest.raises(ValueError, match="validation-score noise binds") as caught:
+        PrivateRandomSearch(estimator, space, epsilon=0.2, random_state=0).fit(X, y)
+    message = str(caught.value)
+    floor = float(re.search(r"smallest epsilon it can meet is ([0-9.e+-]+)", message).group(1))
+    assert floor > 0.2
+    needed = float(re.search(r"score_noise >= ([0-9.e+-]+)", message).group(1))
+    search = PrivateRandomSearch(
+        estimator, space, epsilon=0.2, score_noise=needed * 1.2, random_state=0
+    ).fit(X, y)  # the suggested setting is feasible
+    assert search.epsilon_ <= 0.2
+    with pytest.raises(ValueError, match="number of runs binds"):
+        PrivateRandomSearch(
+            estimator, space, epsilon=0.01, score_noise=1e6, mu=1e5, random_state=0
+        ).fit(X, y)

@@ -194,15 +194,17 @@ class PrivateRandomSearch(MetaEstimatorMixin, BaseEstimator):
             relevant[name] = list(value)
         return relevant
 
-    def _score_event(self):
-        if self.scoring == "public":
+    def _score_event(self, score_noise: float | None = None):
+        if self.scoring == "public" or score_noise == math.inf:
             return NoOpDpEvent()
+        if score_noise is not None:
+            return DiscreteGaussianDpEvent(score_noise, 1.0, 1)
         # the count of correct predictions is an integer with sensitivity 1: exact
         # discrete Gaussian noise (CKS 2020) has no floating-point leak (Mironov 2012)
         # and the same RDP as the continuous Gaussian (CKS 2020, Prop. 5)
         return DiscreteGaussianDpEvent(v.positive("score_noise", self.score_noise), 1.0, 1)
 
-    def _run_event(self, run_epsilon: float, shape_info: tuple[int, int, int]):
+    def _run_event(self, run_epsilon: float, shape_info, score_noise: float | None = None):
         """Event of one run of M at per-run budget ``run_epsilon``: training plus scoring."""
         relevant = self._relevant_choices()
         names = sorted(relevant)
@@ -211,18 +213,65 @@ class PrivateRandomSearch(MetaEstimatorMixin, BaseEstimator):
             est = clone(self.estimator).set_params(
                 **dict(zip(names, values, strict=True)), epsilon=run_epsilon, delta=self.delta
             )
-            events.append(ComposedDpEvent([est.privacy_event(*shape_info), self._score_event()]))
+            events.append(
+                ComposedDpEvent([est.privacy_event(*shape_info), self._score_event(score_noise)])
+            )
         return events[0] if len(events) == 1 else RandomChoiceDpEvent(events)
 
-    def _search_event(self, run_epsilon: float, shape_info):
-        return tuned_event(self._run_event(run_epsilon, shape_info), self.mu, self.shape)
+    def _search_event(self, run_epsilon: float, shape_info, score_noise: float | None = None):
+        run = self._run_event(run_epsilon, shape_info, score_noise)
+        return tuned_event(run, self.mu, self.shape)
 
-    def _total_epsilon(self, run_epsilon: float, shape_info) -> float:
+    def _total_epsilon(self, run_epsilon: float, shape_info, score_noise=None) -> float:
         try:
-            event = self._search_event(run_epsilon, shape_info)
+            event = self._search_event(run_epsilon, shape_info, score_noise)
         except CalibrationError:  # some candidate cannot be calibrated to run_epsilon
             return math.inf
         return PrivacyAccountant("rdp").compose(event).get_epsilon(self.delta)
+
+    def _infeasible(self, shape_info) -> CalibrationError:
+        """The error for a search no per-run budget fits: what binds, and what would work.
+
+        As the per-run budget goes to 0 the search still costs the score noise and the
+        repeat-and-select overhead (Papernot-Steinke Thm 6: mu delta_hat + log(mu) /
+        (lambda - 1)); that floor is the smallest epsilon these settings can meet.
+        """
+        floor = self._total_epsilon(MIN_EPSILON, shape_info)
+        if not math.isfinite(floor):
+            return CalibrationError(
+                f"no per-run budget lets this search meet epsilon={self.epsilon}: some "
+                "candidate cannot be calibrated even with the whole budget; drop candidates "
+                "that need a large per-run epsilon (a lam close to the loss's curvature)"
+            )
+        message = (
+            f"no per-run budget lets this search meet epsilon={self.epsilon}: with these "
+            f"settings the smallest epsilon it can meet is {floor:.3g} (what the score "
+            f"noise and the {self.mu:g} runs on average cost even when each run spends "
+            "almost nothing)"
+        )
+        if self.scoring == "noisy_validation":
+            free_score = self._total_epsilon(MIN_EPSILON, shape_info, math.inf)
+            if free_score < self.epsilon:
+                try:
+                    noise = calibrate(
+                        lambda s: self._total_epsilon(MIN_EPSILON, shape_info, s),
+                        self.epsilon, self.score_noise, 2 * self.score_noise,
+                        decreasing=True, rtol=1e-2,
+                    )  # fmt: skip
+                    message += (
+                        f"; the validation-score noise binds: score_noise={self.score_noise:g} "
+                        f"is too small, score_noise >= {noise:.3g} makes it feasible (or pass "
+                        'public validation data with scoring="public")'
+                    )
+                except CalibrationError:
+                    pass
+            else:
+                message += (
+                    f"; the number of runs binds (a free score still costs {free_score:.3g}): "
+                    "lower mu, or use a truncated negative binomial (shape=1) with a mean "
+                    "close to 1, or raise epsilon"
+                )
+        return CalibrationError(message)
 
     def _calibrate_run_epsilon(self, shape_info) -> float:
         """Largest per-run epsilon whose search meets the total budget.
@@ -251,11 +300,7 @@ class PrivateRandomSearch(MetaEstimatorMixin, BaseEstimator):
             while good is None:
                 run = bad / 2.0
                 if run < MIN_EPSILON:
-                    raise CalibrationError(
-                        f"no per-run budget lets this search meet epsilon={self.epsilon}: "
-                        "lower mu, raise epsilon, or drop candidates that need a large "
-                        "per-run epsilon"
-                    )
+                    raise self._infeasible(shape_info)
                 if total(run) <= self.epsilon:
                     good = run
                 else:
