@@ -150,16 +150,10 @@ def _gdp_mu(epsilon: float, delta: float) -> float | None:
 
     The Gaussian mechanism of sensitivity 1 and noise 1/mu (Balle & Wang 2018, Thm 8).
     """
-    if not 1e-300 < delta < 1.0 - 1e-12:
-        return None
     try:
-        sigma = calibrate(
-            lambda s: gaussian_delta(epsilon, 1.0, s), delta, 0.5, 2.0,
-            decreasing=True, floor=1e-300, ceiling=1e300, rtol=1e-12,
-        )  # fmt: skip
-    except CalibrationError:
+        return 1.0 / gaussian_sigma(epsilon, delta, 1.0)
+    except ValueError:  # delta outside (0, 1), or no noise level reaches it
         return None
-    return 1.0 / sigma
 
 
 #: Evaluations the model-guided search may take before it hands over to :func:`calibrate`.
