@@ -150,6 +150,11 @@ def _summary(values) -> tuple[float, float]:
     return float(arr.mean()), float(1.96 * se)
 
 
+#: seconds of one full (dataset, epsilon) job of fig2 on the 2-core machine (2026-11-25,
+#: two workers): only the order in which jobs start, never what they compute
+JOB_SECONDS = {"adult": 100.0, "gisette": 100.0, "synthetic-h": 62.0, "synthetic-l": 15.0}
+
+
 def fig2(
     out: Path,
     quick: bool = False,
@@ -177,7 +182,9 @@ def fig2(
     epsilons = epsilons or ((0.1, 1.0, 8.0) if quick else EPSILONS)
     trials = trials or (2 if quick else 10)
     epochs, lrs, mu = (5, 4, 3.0) if quick else (60, 10, MU)
-    jobs = [(name, eps, trials, seed, epochs, lrs, mu) for name in datasets for eps in epsilons]
+    # longest jobs first (LPT scheduling), so that the short ones fill the workers' ends
+    order = sorted(datasets, key=lambda name: -JOB_SECONDS.get(name, 100.0))
+    jobs = [(name, eps, trials, seed, epochs, lrs, mu) for name in order for eps in epsilons]
     workers = workers or min(len(jobs), os.cpu_count() or 1, 2)
     rows, meta = [], {}
     bar = _progress(len(jobs), progress)
