@@ -195,14 +195,14 @@ class PrivateRandomSearch(MetaEstimatorMixin, BaseEstimator):
         return relevant
 
     def _score_event(self, score_noise: float | None = None):
-        if self.scoring == "public" or score_noise == math.inf:
+        """The validation score's event; ``score_noise`` overrides the setting (inf: free)."""
+        noise = self.score_noise if score_noise is None else score_noise
+        if self.scoring == "public" or noise == math.inf:
             return NoOpDpEvent()
-        if score_noise is not None:
-            return DiscreteGaussianDpEvent(score_noise, 1.0, 1)
         # the count of correct predictions is an integer with sensitivity 1: exact
         # discrete Gaussian noise (CKS 2020) has no floating-point leak (Mironov 2012)
         # and the same RDP as the continuous Gaussian (CKS 2020, Prop. 5)
-        return DiscreteGaussianDpEvent(v.positive("score_noise", self.score_noise), 1.0, 1)
+        return DiscreteGaussianDpEvent(v.positive("score_noise", noise), 1.0, 1)
 
     def _run_event(self, run_epsilon: float, shape_info, score_noise: float | None = None):
         """Event of one run of M at per-run budget ``run_epsilon``: training plus scoring."""
@@ -411,10 +411,6 @@ class PrivateRandomSearch(MetaEstimatorMixin, BaseEstimator):
         """
         from threadpoolctl import threadpool_limits
 
-        with threadpool_limits(limits=1, user_api="blas"):
-            return self._scored_run(plan, run_epsilon, X_train, y_train, validation)
-
-    def _scored_run(self, plan, run_epsilon, X_train, y_train, validation):
         params, stream, noise = plan
         est = clone(self.estimator).set_params(
             **params,
@@ -423,11 +419,12 @@ class PrivateRandomSearch(MetaEstimatorMixin, BaseEstimator):
             random_state=stream,
             budget=None,  # the search's event was charged once, before any run
         )
-        est.fit(X_train, y_train)
         X_val, y_val = validation
-        if self.scoring == "public":
-            return float(est.score(X_val, y_val)), params, est
-        correct = int(np.sum(est.predict(X_val) == y_val))
+        with threadpool_limits(limits=1, user_api="blas"):
+            est.fit(X_train, y_train)
+            if self.scoring == "public":
+                return float(est.score(X_val, y_val)), params, est
+            correct = int(np.sum(est.predict(X_val) == y_val))
         return (correct + noise) / len(y_val), params, est
 
     def _run_all(self, plans, run_epsilon, X_train, y_train, validation, k):
