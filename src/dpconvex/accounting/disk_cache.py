@@ -49,6 +49,10 @@ def default_directory() -> Path:
     return Path(base) / "dpconvex"
 
 
+def _database(folder: Path) -> Path:
+    return folder / f"accounting-{_fingerprint()}.sqlite"
+
+
 def use_disk_cache(directory: str | os.PathLike | bool | None = True) -> Path | None:
     """Turn the on-disk cache on (a directory, or True for :func:`default_directory`) or off.
 
@@ -60,7 +64,7 @@ def use_disk_cache(directory: str | os.PathLike | bool | None = True) -> Path | 
         if directory is None or directory is False:
             return None
         folder = default_directory() if directory is True else Path(directory)
-        _state["path"] = folder / f"accounting-{_fingerprint()}.sqlite"
+        _state["path"] = _database(folder)
         return _state["path"]
 
 
@@ -77,7 +81,7 @@ def _connection():
         value = os.environ.get(ENVIRONMENT_VARIABLE, "").strip()
         if value and value not in ("0", "false", "no"):
             folder = default_directory() if value in ("1", "true", "yes") else Path(value)
-            _state["path"] = folder / f"accounting-{_fingerprint()}.sqlite"
+            _state["path"] = _database(folder)
     if _state["path"] is None:
         return None
     if _state["connection"] is None:
