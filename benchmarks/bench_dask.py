@@ -54,11 +54,13 @@ import threading  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
+import dask  # noqa: E402
 import numpy as np  # noqa: E402
 import psutil  # noqa: E402
 
 from dpconvex import DPLogisticRegression  # noqa: E402
-from dpconvex.scale.data import local_client, read_zarr, synthetic_glm  # noqa: E402
+from dpconvex.scale.data import local_client, read_parquet, read_zarr, synthetic_glm  # noqa: E402
+from dpconvex.scale.fit import CACHE_SHARE, _memory  # noqa: E402
 
 D = 100
 SEED = 0
@@ -198,18 +200,11 @@ def open_data(path: Path, fmt: str):
     """(X, y) lazy dask arrays over the files, X chunked by rows, y chunked like X."""
     if fmt == "zarr":
         return read_zarr(path, x="X", y="y")
-    import dask.dataframe as dd
-
-    df = dd.read_parquet(str(path), engine="pyarrow")
-    # One array from all columns (float64: the common type of the features and the int
-    # labels), sliced into X and y, so each file is read once per pass. Projecting y
-    # alone does not work: dask merges the small one-column partitions when it optimizes
-    # and then to_dask_array(lengths=True) fails ("lengths does not match the number of
-    # partitions", dask 2026.8).
-    if list(df.columns) != [*(f"x{j}" for j in range(D)), "y"]:
-        raise RuntimeError(f"{path}: unexpected columns {list(df.columns)}")
-    table = df.to_dask_array(lengths=True)
-    return table[:, :D], table[:, D]
+    # one chunk per file; X reads the feature columns, y only the label column
+    X, y = read_parquet(path, target="y")
+    if X.shape[1] != D:
+        raise RuntimeError(f"{path}: expected {D} feature columns, got {X.shape[1]}")
+    return X, y
 
 
 # -- the measurements ---------------------------------------------------------------
@@ -236,6 +231,7 @@ def measure(path: Path, fmt: str, n: int, args) -> dict:
     (X[:1].T @ y[:1].astype(np.float64)).compute()  # warm-up: opens the store, reads 1 chunk
     out = {"chunks": len(X.chunks[0]), "plain_before": plain_pass(X, y)}
     model = new_model(args.solver)
+    out["cached"] = args.cache == "auto" and X.nbytes + y.nbytes <= CACHE_SHARE * _memory()
     with PeakMemory() as mem:
         start = time.perf_counter()
         model.fit(X, y)
@@ -276,7 +272,8 @@ def table_row(n: int, fmt: str, size: int, write: float | None, m: dict) -> str:
         memory = "- | - | - | -"
     written = "reused" if write is None else f"{write:.1f}"
     return (
-        f"| {n:.0e} | {fmt} | {m['chunks']} | {size / 1e9:.2f} | {written} | {m['fit']:.1f} | "
+        f"| {n:.0e} | {fmt} | {'yes' if m['cached'] else 'no'} | {m['chunks']} | "
+        f"{size / 1e9:.2f} | {written} | {m['fit']:.1f} | "
         f"{m['passes']} | {per_pass:.2f} | {m['plain_before']:.2f}, {m['plain_after']:.2f} | "
         f"{per_pass / m['plain']:.1f} | "
         f"{m['fit'] / (n / 1e6):.1f} | {m['peak'] / 2**30:.2f} | {memory} |"
@@ -301,6 +298,13 @@ def main() -> None:
     # a 250,000-row Parquet chunk passes through arrow, pandas and numpy copies (about 1 GiB
     # per task at d = 100): under 2 GiB the workers pause; Zarr needs less
     parser.add_argument("--worker-memory", default="3GiB", help="memory limit of each worker")
+    parser.add_argument(
+        "--cache",
+        choices=("auto", "never"),
+        default="auto",
+        help="dask config dpconvex.cache-rows: keep the rows in the workers' memory when they "
+        "fit (auto) or read the files on every pass (never)",
+    )
     parser.add_argument("--markdown", help="also write the table as markdown")
     args = parser.parse_args()
     dtype = "float32" if args.float32 else "float64"
@@ -311,13 +315,15 @@ def main() -> None:
         f"2 workers x 1 thread ({args.worker_memory} each); "
         f"OMP_NUM_THREADS={os.environ['OMP_NUM_THREADS']}",
         "",
-        "| rows | format | chunks | on disk GB | write s | fit s | passes | s per pass "
+        "| rows | format | rows kept in memory | chunks | on disk GB | write s | fit s | passes "
+        "| s per pass "
         "| plain pass s (before, after fit) | per pass / plain | fit s per 1e6 rows | peak RSS GiB "
         "| in-memory fit s | out-of-core / in-memory | max abs coef diff (<= 2 tau/lam) "
         "| same event |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     print("\n".join(lines), flush=True)
+    dask.config.set({"dpconvex.cache-rows": args.cache == "auto" and "auto"})
     with local_client(workers=2, memory_limit=args.worker_memory) as client:
         # load the readers on the workers now, so the first plain pass does not pay for it
         client.run(load_readers)

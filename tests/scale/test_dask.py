@@ -15,7 +15,8 @@ from dpconvex.losses import ClippedLoss, LogisticLoss  # noqa: E402
 from dpconvex.mechanisms import add_intercept, amp, transform_rows  # noqa: E402
 from dpconvex.optim import PerturbedGLMObjective  # noqa: E402
 from dpconvex.scale import DaskRows  # noqa: E402
-from dpconvex.scale.data import read_table, read_zarr, synthetic_glm  # noqa: E402
+from dpconvex.scale.data import read_parquet, read_table, read_zarr, synthetic_glm  # noqa: E402
+from dpconvex.scale.fit import cache_rows  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -153,6 +154,59 @@ def test_read_zarr_gives_the_stored_rows_chunked_alike(tmp_path):
     assert model.dp_event_ == memory.dp_event_
     bound = 2 * model.mechanism_params_["tau"] / model.mechanism_params_["lam"]
     assert np.abs(model.coef_ - memory.coef_).max() <= bound
+
+
+def test_read_parquet_reads_files_as_chunks_and_labels_alone(tmp_path):
+    pq = pytest.importorskip("pyarrow.parquet")
+    pa = pytest.importorskip("pyarrow")
+    X, y = synthetic_glm(2500, 3, chunk_rows=1000, seed=4)
+    X, y = X.compute(), y.compute()
+    for k, (lo, hi) in enumerate([(0, 1000), (1000, 2200), (2200, 2500)]):
+        table = {f"x{j}": X[lo:hi, j].astype(np.float32) for j in range(3)}
+        table["label"] = y[lo:hi]
+        pq.write_table(pa.table(table), tmp_path / f"part{k}.parquet")
+    Xp, yp = read_parquet(tmp_path, "label")
+    assert Xp.chunks == ((1000, 1200, 300), (3,)) and yp.chunks == ((1000, 1200, 300),)
+    assert Xp.dtype == np.float64 and yp.dtype == y.dtype
+    np.testing.assert_array_equal(Xp.compute(), X.astype(np.float32).astype(np.float64))
+    np.testing.assert_array_equal(yp.compute(), y)
+    # the labels' graph reads only the label column
+    assert "_parquet_matrix" not in str(dict(yp.__dask_graph__()))
+    assert read_parquet(tmp_path / "part0.parquet", None)[1] is None
+    one = read_parquet(tmp_path, "label", ["x1"])[0].compute()
+    np.testing.assert_array_equal(one[:, 0], Xp.compute()[:, 1])
+    with pytest.raises(ValueError, match="target column 'nope'"):
+        read_parquet(tmp_path, "nope")
+    with pytest.raises(ValueError, match=r"feature columns \['z'\] not in"):
+        read_parquet(tmp_path, "label", ["z"])
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ValueError, match="no .parquet files"):
+        read_parquet(tmp_path / "empty", "label")
+    with pytest.raises(FileNotFoundError, match="missing.parquet"):
+        read_parquet(tmp_path / "missing.parquet", "label")
+
+
+def test_cached_rows_change_nothing_the_fit_computes(data):
+    X, y = data
+    Xd, yd = da.from_array(X, chunks=(700, 6)), da.from_array(y, chunks=700)
+    fits = {}
+    for setting in ("auto", True, False):
+        with dask.config.set({"dpconvex.cache-rows": setting}):
+            model = DPLogisticRegression(epsilon=1.0, classes=[-1, 1], random_state=0)
+            fits[setting] = model.fit(Xd, yd)
+    for setting in (True, "auto"):
+        np.testing.assert_array_equal(fits[setting].coef_, fits[False].coef_)
+        assert fits[setting].dp_event_ == fits[False].dp_event_
+    # persisted collections hold their chunks: no graph reaches the source arrays
+    kept, _ = cache_rows(Xd, yd)
+    with dask.config.set({"dpconvex.cache-rows": False}):
+        assert cache_rows(Xd, yd)[0] is Xd
+    assert len(kept.__dask_graph__()) == len(kept.chunks[0])
+    with (
+        dask.config.set({"dpconvex.cache-rows": "sometimes"}),
+        pytest.raises(ValueError, match="dpconvex.cache-rows must be"),
+    ):
+        DPLogisticRegression(epsilon=1.0, classes=[-1, 1]).fit(Xd, yd)
 
 
 def test_read_table_and_cli_fit_with_dask(tmp_path, capsys):

@@ -223,9 +223,9 @@ class _DPLinearModel(BaseEstimator):
     def _validated(self, X, y, **kwargs):
         """validate_data for in-memory input; row-chunked dask arrays pass through lazily."""
         if is_dask_array(X):
-            from ..scale.fit import check_dask_inputs
+            from ..scale.fit import cache_rows, check_dask_inputs
 
-            X, y = check_dask_inputs(X, y)
+            X, y = cache_rows(*check_dask_inputs(X, y))
             self.n_features_in_ = int(X.shape[1])
             return X, y
         v.numeric_features(X)  # text or missing values: name the column, not the cell

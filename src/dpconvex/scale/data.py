@@ -76,6 +76,79 @@ def read_zarr(path: str | Path, x: str = "X", y: str | None = "y"):
     return X, labels.rechunk((X.chunks[0],))
 
 
+def read_parquet(path: str | Path, target: str | None, features: list[str] | None = None):
+    """(X, y) as dask arrays over Parquet files, one row chunk per file (lazily).
+
+    ``path`` is a Parquet file or a directory of them (read in name order). Only the
+    files' footers are read here: the chunk sizes come from their row counts, so no
+    pass is spent finding them. Each chunk of ``X`` reads only the ``features`` columns
+    of its file (default: every column but ``target``) into a float64 matrix, and
+    each chunk of ``y`` only the ``target`` column, so a look at the labels reads a
+    hundredth of the data, not all of it. ``target=None`` returns ``(X, None)``.
+    Needs ``pyarrow`` (in the ``dask`` extra).
+    """
+    import dask.array as da
+    import pyarrow.parquet as pq
+    from dask import delayed
+
+    root = Path(path)
+    if not root.exists():
+        raise FileNotFoundError(f"no such Parquet file or directory: {root}")
+    files = sorted(root.glob("*.parquet")) if root.is_dir() else [root]
+    if not files:
+        raise ValueError(f"no .parquet files in {root}")
+    schema = pq.read_schema(files[0])
+    if target is not None and target not in schema.names:
+        raise ValueError(f"target column {target!r} not in {root} (columns: {schema.names})")
+    features = [c for c in schema.names if c != target] if features is None else list(features)
+    missing = [c for c in features if c not in schema.names]
+    if missing:
+        raise ValueError(f"feature columns {missing} not in {root} (columns: {schema.names})")
+    bad = [c for c in features if not _numeric(schema.field(c).type)]
+    if bad:
+        raise ValueError(f"feature columns must be numeric; not numeric: {bad}")
+    rows = [pq.ParquetFile(f).metadata.num_rows for f in files]
+    X = da.concatenate(
+        [
+            da.from_delayed(delayed(_parquet_matrix)(str(f), features), (m, len(features)), float)
+            for f, m in zip(files, rows, strict=True)
+        ]
+    )
+    if target is None:
+        return X, None
+    dtype = schema.field(target).type.to_pandas_dtype()
+    y = da.concatenate(
+        [
+            da.from_delayed(delayed(_parquet_column)(str(f), target), (m,), dtype)
+            for f, m in zip(files, rows, strict=True)
+        ]
+    )
+    return X, y
+
+
+def _numeric(arrow_type) -> bool:
+    import pyarrow.types as pt
+
+    return pt.is_integer(arrow_type) or pt.is_floating(arrow_type) or pt.is_boolean(arrow_type)
+
+
+def _parquet_matrix(path: str, columns: list[str]) -> np.ndarray:
+    """The columns of one file as an n x d float64 matrix (filled column by column)."""
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(path, columns=columns)
+    out = np.empty((len(columns), table.num_rows))
+    for j, column in enumerate(table.columns):
+        out[j] = column.to_numpy()
+    return out.T
+
+
+def _parquet_column(path: str, column: str) -> np.ndarray:
+    import pyarrow.parquet as pq
+
+    return pq.read_table(path, columns=[column]).column(0).to_numpy()
+
+
 def synthetic_glm(n: int, d: int, *, chunk_rows: int = 100_000, seed: int = 0):
     """(X, y) dask arrays of a logistic model, generated chunk by chunk (never whole).
 
