@@ -337,6 +337,7 @@ def test_random_search_progress_is_optional_and_changes_nothing(capsys):
             {"solver": ["lbfgs", "newton"], "lam": [2.0, 8.0]},
             epsilon=2.0,
             mu=2.0,
+            score_noise=10.0,
             run_epsilon=0.5,
             random_state=4,
             verbose=verbose,

@@ -130,7 +130,7 @@ def test_search_spends_its_budget_honestly(data):
     orders = np.array([1.5, 2.0, 8.0, 64.0])
     assert np.allclose(
         RdpAccountant(orders).compose(score_event).rdp,
-        RdpAccountant(orders).compose(GaussianDpEvent(search.score_noise)).rdp,
+        RdpAccountant(orders).compose(GaussianDpEvent(search.settings_["score_noise"])).rdp,
     )
 
 
@@ -184,7 +184,12 @@ def test_zero_runs_selects_nothing(data):
     X, y = data
     for seed in range(200):
         search = PrivateRandomSearch(
-            DPLogisticRegression(), {"solver": ["newton"]}, mu=1.0, epsilon=3.0, random_state=seed
+            DPLogisticRegression(),
+            {"solver": ["newton"]},
+            mu=1.0,
+            shape=math.inf,  # Poisson: K = 0 is possible (the default geometric K is >= 1)
+            epsilon=3.0,
+            random_state=seed,
         )
         try:
             search.fit(X, y)
@@ -230,17 +235,19 @@ def test_an_infeasible_search_names_what_binds_and_what_would_work(data):
     X, y = data
     space = {"learning_rate": loguniform(1e-3, 1e-1)}
     estimator = DPLogisticRegression(method="dpsgd", epochs=1)
+    fixed = {"mu": 10.0, "shape": math.inf, "score_noise": 10.0}  # the former defaults
     with pytest.raises(ValueError, match="validation-score noise binds") as caught:
-        PrivateRandomSearch(estimator, space, epsilon=0.2, random_state=0).fit(X, y)
+        PrivateRandomSearch(estimator, space, epsilon=0.2, random_state=0, **fixed).fit(X, y)
     message = str(caught.value)
     floor = float(re.search(r"smallest epsilon it can meet is ([0-9.e+-]+)", message).group(1))
     assert floor > 0.2
     needed = float(re.search(r"score_noise >= ([0-9.e+-]+)", message).group(1))
-    search = PrivateRandomSearch(
-        estimator, space, epsilon=0.2, score_noise=needed * 1.2, random_state=0
-    ).fit(X, y)  # the suggested setting is feasible
+    fixed["score_noise"] = needed * 1.2
+    search = PrivateRandomSearch(estimator, space, epsilon=0.2, random_state=0, **fixed).fit(
+        X, y
+    )  # the suggested setting is feasible
     assert search.epsilon_ <= 0.2
     with pytest.raises(ValueError, match="number of runs binds"):
         PrivateRandomSearch(
-            estimator, space, epsilon=0.01, score_noise=1e6, mu=1e5, random_state=0
+            estimator, space, epsilon=0.01, score_noise=1e6, mu=1e5, shape=math.inf, random_state=0
         ).fit(X, y)

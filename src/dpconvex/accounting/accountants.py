@@ -34,7 +34,11 @@ from .event_checks import validate_event
 from .events import AmpDpEvent, ObjectivePerturbationDpEvent, RandomChoiceDpEvent
 from .gaussian_pld import gaussian_pld
 from .objpert import amp_rdp, objpert_rdp
-from .subsampled_rdp import subsampled_gaussian_rdp_int
+from .subsampled_rdp import (
+    GENERAL_MAX_ORDER,
+    poisson_subsampled_rdp_bound,
+    subsampled_gaussian_rdp_int,
+)
 
 NeighboringRelation = privacy_accountant.NeighboringRelation
 UnsupportedEventError = privacy_accountant.UnsupportedEventError
@@ -182,6 +186,10 @@ class RdpAccountant(rdp_privacy_accountant.RdpAccountant):
             return self._compose_poisson_tuning(event, count, do_compose)
         if self._compose_subsampled_gaussian(event, count, do_compose):
             return None
+        if isinstance(event, dp_event.PoissonSampledDpEvent) and not isinstance(
+            event.event, dp_event.GaussianDpEvent
+        ):
+            return self._compose_subsampled_general(event, count, do_compose)
         # dp_accounting logs (via absl) one warning per RDP order whose series does not
         # converge and leaves that order out (its RDP is inf): epsilon stays an upper
         # bound. Drop and count those lines; every other warning passes (see _logs).
@@ -217,6 +225,33 @@ class RdpAccountant(rdp_privacy_accountant.RdpAccountant):
                 rdp[~integer] = rest._rdp
             self._rdp = self._rdp + count * rdp
         return True
+
+    def _compose_subsampled_general(self, event, count: int, do_compose: bool):
+        """Any event run on a Poisson subsample: Zhu & Wang 2019, Thm 6 (general bound).
+
+        Used for a whole private search run on a secret Poisson subsample of the rows
+        (Koskela & Kulkarni 2023, "Practical differentially private hyperparameter tuning
+        with subsampling", NeurIPS): the inner event's RDP is computed at the integer
+        orders 2..256 and amplified by
+        :func:`~dpconvex.accounting.subsampled_rdp.poisson_subsampled_rdp_bound`; an order
+        a between integers gets the bound at ceil(a) (RDP does not decrease with the
+        order), orders above 256 get +inf. dp_accounting amplifies only the Gaussian.
+        """
+        if self.neighboring_relation is not _ADD_REMOVE:
+            return _relation_error(event, self.neighboring_relation)
+        q = event.sampling_probability
+        top = GENERAL_MAX_ORDER
+        inner = RdpAccountant(np.arange(2.0, top + 1.0), self.neighboring_relation)
+        error = inner._maybe_compose(event.event, 1, do_compose)
+        if error is not None or not do_compose:
+            return error
+        if q == 0:
+            return None
+        bound = poisson_subsampled_rdp_bound(q, inner._rdp)
+        orders = np.asarray(self._orders, dtype=float)
+        index = np.clip(np.ceil(orders) - 2, 0, top - 2).astype(int)
+        self._rdp = self._rdp + count * np.where(orders <= top, bound[index], np.inf)
+        return None
 
     def _compose_poisson_tuning(self, event, count, do_compose):
         """Papernot-Steinke Thm 6 with the base delta from the exact privacy profile.

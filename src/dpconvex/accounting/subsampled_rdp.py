@@ -38,3 +38,46 @@ def subsampled_gaussian_rdp_int(q: float, z: float, orders: np.ndarray) -> np.nd
     top = np.maximum.reduceat(log_terms, starts)
     log_a = top + np.log(np.add.reduceat(np.exp(log_terms - np.repeat(top, n_terms)), starts))
     return log_a / (a - 1.0)
+
+
+#: largest order at which the general subsampling bound is evaluated; higher orders of
+#: a subsampled event get +inf (a valid RDP bound; the conversion to (epsilon, delta)
+#: picks a smaller order for every delta of practical use)
+GENERAL_MAX_ORDER = 256
+
+
+def poisson_subsampled_rdp_bound(q: float, inner: np.ndarray) -> np.ndarray:
+    """RDP at orders 2..A of any mechanism run on a Poisson subsample of rate ``q``.
+
+    Zhu & Wang 2019 ("Poisson Subsampled Renyi Differential Privacy", ICML, Thm 6,
+    the general upper bound, add/remove neighbours): if M is (a, eps(a))-RDP for every
+    integer a >= 2, then M applied to a Poisson(q) subsample is (a, eps'(a))-RDP with
+
+        (a - 1) eps'(a) = log[ (1 - q)^(a - 1) (a q - q + 1)
+                               + C(a, 2) q^2 (1 - q)^(a - 2) exp(eps(2))
+                               + 3 sum_{l=3}^{a} C(a, l) q^l (1 - q)^(a - l) exp((l - 1) eps(l)) ].
+
+    The subsampled mechanism is also never worse than M itself (Renyi divergence is
+    jointly quasi-convex), so the smaller of the two is returned. ``inner[j]`` is
+    eps(j + 2); the result has the same length (orders 2..A).
+    """
+    eps = np.asarray(inner, dtype=float)
+    if not 0 < q <= 1:
+        raise ValueError(f"sampling probability must be in (0, 1], got {q}")
+    if q == 1 or eps.size == 0:
+        return eps.copy()
+    out = np.empty(eps.size)
+    log_q, log_p = math.log(q), math.log1p(-q)
+    for j in range(eps.size):
+        a = j + 2
+        ell = np.arange(2, a + 1)
+        terms = (
+            gammaln(a + 1) - gammaln(ell + 1) - gammaln(a - ell + 1)
+            + ell * log_q + (a - ell) * log_p + (ell - 1) * eps[: a - 1]
+        )  # fmt: skip
+        terms[1:] += math.log(3.0)  # l >= 3
+        head = (a - 1) * log_p + math.log1p((a - 1) * q)  # (1-q)^(a-1) (a q - q + 1)
+        with np.errstate(over="ignore", invalid="ignore"):
+            total = np.logaddexp(head, np.logaddexp.reduce(terms))
+        out[j] = total / (a - 1)
+    return np.minimum(out, eps)

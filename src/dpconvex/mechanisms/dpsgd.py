@@ -191,6 +191,7 @@ def dpsgd_runs(
     lam: float,
     row_bound: float,
     rng: np.random.Generator,
+    rows: int | None = None,
 ) -> np.ndarray:
     """L independent DP-SGD runs at once; returns their last iterates, shape (L, d).
 
@@ -202,6 +203,11 @@ def dpsgd_runs(
     tuning requires. Running them together only shares the Python-level loop and
     the matrix products. ``X`` may be a :class:`~dpconvex.mechanisms.sources.RowSource`
     (then ``y=None``); out-of-core sources support full batches only.
+
+    The noisy sum of clipped gradients is divided by ``sampling_rate * rows`` (the
+    expected batch) before the step; ``rows`` is the public number of rows the plan was
+    calibrated for (default: the rows given). A run on a secret subsample passes the
+    public expected size, so that nothing in the update depends on the subsample's size.
     """
     if optimizer not in OPTIMIZERS:
         raise ValueError(f"optimizer must be one of {OPTIMIZERS}, got {optimizer!r}")
@@ -218,7 +224,8 @@ def dpsgd_runs(
     runs = rates.size
     q = None if sampling_rate is None else v.sampling_rate("sampling_rate", sampling_rate)
     kernel = _kernel(data, loss, clip, q, runs)
-    scale = 1.0 / ((1.0 if q is None else q) * n)
+    rows = n if rows is None else v.positive("rows", rows)
+    scale = 1.0 / ((1.0 if q is None else q) * rows)
     noise_std = (noise * clip)[:, None]
     lr = rates[:, None]
     theta = np.zeros((runs, d))
@@ -271,6 +278,7 @@ def dpsgd(
     rng: np.random.Generator,
     optimizer: str = "adam",
     lam: float = 0.0,
+    rows: int | None = None,
 ) -> Release:
     """DP-SGD: ``steps`` noisy clipped steps on Poisson subsamples of rate ``sampling_rate``.
 
@@ -295,6 +303,7 @@ def dpsgd(
         lam=lam,
         row_bound=row_bound,
         rng=rng,
+        rows=rows,
     )[0]
     info = {"n_iter": steps, "noise_multiplier": noise_multiplier, "sampling_rate": q}
     return Release(theta, dpsgd_event(noise_multiplier, q, steps), info)
@@ -318,6 +327,7 @@ def dpgd(
     rng: np.random.Generator,
     optimizer: str = "adam",
     lam: float = 0.0,
+    rows: int | None = None,
 ) -> Release:
     """DP-GD: ``steps`` full-batch noisy clipped gradient steps; each is a Gaussian mechanism.
 
@@ -342,6 +352,7 @@ def dpgd(
         lam=lam,
         row_bound=row_bound,
         rng=rng,
+        rows=rows,
     )[0]
     info = {"n_iter": steps, "noise_multiplier": noise_multiplier, "passes": data.passes}
     return Release(theta, dpgd_event(noise_multiplier, steps), info)

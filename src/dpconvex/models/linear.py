@@ -166,7 +166,15 @@ class _DPLinearModel(BaseEstimator):
     def _fit_problems(self, X, targets: list[np.ndarray]):
         """Run the mechanism once per target vector; return (thetas, events, n_iters)."""
         k = len(targets)
-        plan = self._plan(X.shape[0], X.shape[1], k)
+        # a run on a secret subsample is calibrated for the subsample's public expected
+        # size (set by PrivateRandomSearch on its own clones), never for its actual size
+        public_n = getattr(self, "_public_n", None)
+        plan = self._plan(X.shape[0] if public_n is None else public_n, X.shape[1], k)
+        if public_n is not None and not plan.size_free:
+            raise ValueError(
+                f"method={self.method!r} cannot run on a secret subsample: its guarantee "
+                "depends on the number of rows"
+            )
         params, run, planned = plan.params, plan.run, plan.event
         if is_dask_array(X):  # out of core: the row policy is applied chunk by chunk
             from ..scale.fit import dask_rows

@@ -55,6 +55,8 @@ class AmpPlan(Plan):
 
     name = "amp"
     dask = True
+    # sum-form objective: the guarantee of fixed parameters holds for any number of rows
+    size_free = True
 
     def __init__(self, inputs: PlanInputs):
         super().__init__(inputs)

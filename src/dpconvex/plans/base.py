@@ -49,6 +49,9 @@ class Plan:
     name: ClassVar[str] = ""
     #: whether the plan can run on row-chunked dask arrays
     dask: ClassVar[bool] = False
+    #: whether the plan's guarantee holds for input of any number of rows (its
+    #: parameters fixed from the public n): needed to run it on a secret subsample
+    size_free: ClassVar[bool] = False
 
     params: dict
     event: DpEvent

@@ -37,6 +37,9 @@ def default_dpgd_steps(n: int, d: int, epsilon: float, delta: float) -> int:
 
 
 class _GradientPlan(Plan):
+    # the noisy sum is divided by the public n of the plan, not by the rows given
+    size_free = True
+
     def __init__(self, inputs: PlanInputs):
         super().__init__(inputs)
         optimizer = self.setting("optimizer")
@@ -83,6 +86,7 @@ class DpsgdPlan(_GradientPlan):
             lam=p["lam"],
             rng=rng,
             row_bound=self.inputs.row_bound,
+            rows=self.inputs.n,
         )
 
 
@@ -126,4 +130,5 @@ class DpgdPlan(_GradientPlan):
             lam=p["lam"],
             rng=rng,
             row_bound=self.inputs.row_bound,
+            rows=self.inputs.n,
         )

@@ -34,7 +34,7 @@ import sys
 from numbers import Real
 
 import numpy as np
-from dp_accounting.dp_event import ComposedDpEvent, NoOpDpEvent
+from dp_accounting.dp_event import ComposedDpEvent, NoOpDpEvent, PoissonSampledDpEvent
 from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin, clone
 from sklearn.utils.validation import check_is_fitted
 
@@ -51,7 +51,9 @@ from ..accounting import (
 )
 from ..discrete_noise import discrete_gaussian
 from ..models.charge import charge
+from ..plans import PLANS
 from ..models.labels import check_labels, declared_classes
+from .defaults import extrapolate, resolve_settings
 from .runs import sample_number_of_runs
 
 #: hyperparameters of dpconvex estimators that do not change their privacy cost
@@ -146,11 +148,13 @@ class PrivateRandomSearch(MetaEstimatorMixin, BaseEstimator):
         *,
         epsilon=1.0,
         delta=1e-5,
-        mu=10.0,
-        shape=math.inf,
+        strategy="auto",
+        subsample=None,
+        mu=None,
+        shape=None,
         scoring="noisy_validation",
-        validation_fraction=0.2,
-        score_noise=10.0,
+        validation_fraction=None,
+        score_noise=None,
         run_epsilon=None,
         random_state=None,
         budget=None,
@@ -161,6 +165,8 @@ class PrivateRandomSearch(MetaEstimatorMixin, BaseEstimator):
         self.param_distributions = param_distributions
         self.epsilon = epsilon
         self.delta = delta
+        self.strategy = strategy
+        self.subsample = subsample
         self.mu = mu
         self.shape = shape
         self.scoring = scoring
@@ -196,7 +202,7 @@ class PrivateRandomSearch(MetaEstimatorMixin, BaseEstimator):
 
     def _score_event(self, score_noise: float | None = None):
         """The validation score's event; ``score_noise`` overrides the setting (inf: free)."""
-        noise = self.score_noise if score_noise is None else score_noise
+        noise = self._cfg["score_noise"] if score_noise is None else score_noise
         if self.scoring == "public" or noise == math.inf:
             return NoOpDpEvent()
         # the count of correct predictions is an integer with sensitivity 1: exact
@@ -204,39 +210,87 @@ class PrivateRandomSearch(MetaEstimatorMixin, BaseEstimator):
         # and the same RDP as the continuous Gaussian (CKS 2020, Prop. 5)
         return DiscreteGaussianDpEvent(v.positive("score_noise", noise), 1.0, 1)
 
-    def _run_event(self, run_epsilon: float, shape_info, score_noise: float | None = None):
-        """Event of one run of M at per-run budget ``run_epsilon``: training plus scoring."""
+    def _runs(self, run_epsilon: float, rows: int, tuning: bool) -> list:
+        """One configured estimator per combination of the priced hyperparameters.
+
+        ``rows`` is the public number of rows the run is calibrated for. A tuning run on
+        the secret subsample keeps DP-SGD's sampling rate (its ``batch_size`` scaled by
+        rows / n), so that it takes the steps of the final run with the same noise.
+        """
         relevant = self._relevant_choices()
         names = sorted(relevant)
-        events = []
+        out = []
         for values in itertools.product(*(relevant[k] for k in names)):
             est = clone(self.estimator).set_params(
                 **dict(zip(names, values, strict=True)), epsilon=run_epsilon, delta=self.delta
             )
-            events.append(
-                ComposedDpEvent([est.privacy_event(*shape_info), self._score_event(score_noise)])
+            out.append(self._shaped(est, rows, tuning))
+        return out
+
+    def _shaped(self, est, rows: int, tuning: bool):
+        """``est`` calibrated for ``rows`` public rows; on the subsample, its batch scaled."""
+        if tuning and self._cfg["strategy"] == "subsample":
+            est._public_n = rows
+            params = est.get_params()
+            if params.get("method") == "dpsgd" and "batch_size" in params:
+                share = rows / self._cfg["n"]
+                est.set_params(batch_size=max(1, round(params["batch_size"] * share)))
+        return est
+
+    def _run_event(self, run_epsilon: float, score_noise: float | None = None):
+        """Event of one tuning run at per-run budget ``run_epsilon``: training plus scoring."""
+        cfg = self._cfg
+        events = [
+            ComposedDpEvent(
+                [est.privacy_event(cfg["tune_rows"], cfg["d"]), self._score_event(score_noise)]
             )
+            for est in self._runs(run_epsilon, cfg["tune_rows"], tuning=True)
+        ]
         return events[0] if len(events) == 1 else RandomChoiceDpEvent(events)
 
-    def _search_event(self, run_epsilon: float, shape_info, score_noise: float | None = None):
-        run = self._run_event(run_epsilon, shape_info, score_noise)
-        return tuned_event(run, self.mu, self.shape)
+    def _final_event(self, run_epsilon: float):
+        """Event of the final run on all rows (subsample strategy): any reachable setting."""
+        cfg = self._cfg
+        events = [
+            est.privacy_event(cfg["n"], cfg["d"])
+            for est in self._runs(run_epsilon, cfg["n"], tuning=False)
+        ]
+        return events[0] if len(events) == 1 else RandomChoiceDpEvent(events)
 
-    def _total_epsilon(self, run_epsilon: float, shape_info, score_noise=None) -> float:
+    def _search_event(self, run_epsilon: float, score_noise: float | None = None):
+        """The whole search's event.
+
+        repeat: Papernot-Steinke repeat-and-select over the tuning runs. subsample
+        (Koskela & Kulkarni 2023, NeurIPS, "Practical differentially private
+        hyperparameter tuning with subsampling", their variant that trains the final
+        model on all rows): the same selection run on a secret Poisson subsample of rate
+        q (:class:`PoissonSampledDpEvent`, amplified by Zhu & Wang 2019, Thm 6), composed
+        with one final run on all rows at the same per-run budget.
+        """
+        cfg = self._cfg
+        tuned = tuned_event(self._run_event(run_epsilon, score_noise), cfg["mu"], cfg["shape"])
+        if cfg["strategy"] == "repeat":
+            return tuned
+        return ComposedDpEvent(
+            [PoissonSampledDpEvent(cfg["q"], tuned), self._final_event(run_epsilon)]
+        )
+
+    def _total_epsilon(self, run_epsilon: float, score_noise=None) -> float:
         try:
-            event = self._search_event(run_epsilon, shape_info, score_noise)
+            event = self._search_event(run_epsilon, score_noise)
         except CalibrationError:  # some candidate cannot be calibrated to run_epsilon
             return math.inf
         return PrivacyAccountant("rdp").compose(event).get_epsilon(self.delta)
 
-    def _infeasible(self, shape_info) -> CalibrationError:
+    def _infeasible(self) -> CalibrationError:
         """The error for a search no per-run budget fits: what binds, and what would work.
 
         As the per-run budget goes to 0 the search still costs the score noise and the
         repeat-and-select overhead (Papernot-Steinke Thm 6: mu delta_hat + log(mu) /
         (lambda - 1)); that floor is the smallest epsilon these settings can meet.
         """
-        floor = self._total_epsilon(MIN_EPSILON, shape_info)
+        cfg = self._cfg
+        floor = self._total_epsilon(MIN_EPSILON)
         if not math.isfinite(floor):
             return CalibrationError(
                 f"no per-run budget lets this search meet epsilon={self.epsilon}: some "
@@ -246,21 +300,21 @@ class PrivateRandomSearch(MetaEstimatorMixin, BaseEstimator):
         message = (
             f"no per-run budget lets this search meet epsilon={self.epsilon}: with these "
             f"settings the smallest epsilon it can meet is {floor:.3g} (what the score "
-            f"noise and the {self.mu:g} runs on average cost even when each run spends "
+            f"noise and the {cfg['mu']:g} runs on average cost even when each run spends "
             "almost nothing)"
         )
         if self.scoring == "noisy_validation":
-            free_score = self._total_epsilon(MIN_EPSILON, shape_info, math.inf)
+            free_score = self._total_epsilon(MIN_EPSILON, math.inf)
+            noise = cfg["score_noise"]
             if free_score < self.epsilon:
                 try:
-                    noise = calibrate(
-                        lambda s: self._total_epsilon(MIN_EPSILON, shape_info, s),
-                        self.epsilon, self.score_noise, 2 * self.score_noise,
-                        decreasing=True, rtol=1e-2,
+                    needed = calibrate(
+                        lambda s: self._total_epsilon(MIN_EPSILON, s),
+                        self.epsilon, noise, 2 * noise, decreasing=True, rtol=1e-2,
                     )  # fmt: skip
                     message += (
-                        f"; the validation-score noise binds: score_noise={self.score_noise:g} "
-                        f"is too small, score_noise >= {noise:.3g} makes it feasible (or pass "
+                        f"; the validation-score noise binds: score_noise={noise:g} "
+                        f"is too small, score_noise >= {needed:.3g} makes it feasible (or pass "
                         'public validation data with scoring="public")'
                     )
                 except CalibrationError:
@@ -273,18 +327,19 @@ class PrivateRandomSearch(MetaEstimatorMixin, BaseEstimator):
                 )
         return CalibrationError(message)
 
-    def _calibrate_run_epsilon(self, shape_info) -> float:
+    def _calibrate_run_epsilon(self) -> float:
         """Largest per-run epsilon whose search meets the total budget.
 
         The total is +inf below some per-run epsilon (candidates that cannot be
         calibrated, e.g. lam with -log(1 - beta/lam) above it) and increasing above.
-        From epsilon / 4 (a search of mean 10 runs costs about 4-7 times its runs'
-        epsilon), halve until the search meets the budget or double until it does
-        not, then refine between the two by Brent's method on log(total epsilon),
-        nearly linear in log(run epsilon): five to eight pricings of the search in all.
+        From a first guess (epsilon / 4 for repeat-and-select: a search of mean 10
+        runs costs about 4-7 times its runs' epsilon; epsilon / 2 on a subsample), halve
+        until the search meets the budget or double until it does not, then refine
+        between the two by Brent's method on log(total epsilon), nearly linear in
+        log(run epsilon): five to eight pricings of the search in all.
         """
-        total = lambda e: self._total_epsilon(e, shape_info)  # noqa: E731
-        run = self.epsilon / 4.0
+        total = self._total_epsilon
+        run = self.epsilon / (4.0 if self._cfg["strategy"] == "repeat" else 2.0)
         if total(run) <= self.epsilon:
             good, bad = run, None
             while bad is None:
@@ -300,7 +355,7 @@ class PrivateRandomSearch(MetaEstimatorMixin, BaseEstimator):
             while good is None:
                 run = bad / 2.0
                 if run < MIN_EPSILON:
-                    raise self._infeasible(shape_info)
+                    raise self._infeasible()
                 if total(run) <= self.epsilon:
                     good = run
                 else:
@@ -310,11 +365,42 @@ class PrivateRandomSearch(MetaEstimatorMixin, BaseEstimator):
         )
 
     # -- fit -----------------------------------------------------------------------
+    def _configure(self, n: int, d: int) -> dict:
+        """The settings of this search: the given ones, the rest by the default rules."""
+        relevant = self._relevant_choices()
+        methods = [self.estimator.get_params().get("method")]
+        if "method" in relevant:
+            methods = relevant["method"]
+        size_free = all(getattr(PLANS.get(m), "size_free", False) for m in methods)
+        cfg = resolve_settings(
+            strategy=self.strategy,
+            subsample=self.subsample,
+            mu=self.mu,
+            shape=self.shape,
+            score_noise=self.score_noise,
+            validation_fraction=self.validation_fraction,
+            scoring=self.scoring,
+            epsilon=float(self.epsilon),
+            delta=float(self.delta),
+            n=n,
+            size_free=size_free,
+        )
+        cfg.update(n=n, d=d)
+        frac = cfg["validation_fraction"] if self.scoring == "noisy_validation" else 0.0
+        if cfg["strategy"] == "repeat":
+            n_val = max(1, int(round(frac * n))) if frac else 0
+            cfg.update(tune_rows=n - n_val, val_rows=n_val)
+        else:  # expected (public) sizes of the secret subsample's parts
+            cfg.update(
+                tune_rows=max(1, int(round(cfg["q"] * (1 - frac) * n))),
+                val_rows=cfg["q"] * frac * n,
+            )
+        return cfg
+
     def fit(self, X, y, X_public=None, y_public=None):
         """Run the search on (X, y); ``X_public``, ``y_public`` only with scoring="public"."""
         epsilon = v.positive("epsilon", self.epsilon)
         v.probability_open("delta", self.delta)
-        v.positive("mu", self.mu)
         if self.scoring not in ("noisy_validation", "public"):
             raise ValueError(
                 f"scoring must be 'noisy_validation' or 'public', got {self.scoring!r}"
@@ -339,25 +425,27 @@ class PrivateRandomSearch(MetaEstimatorMixin, BaseEstimator):
             declared = self.estimator.get_params().get("classes")
             classes = declared_classes(declared)
             check_labels(y, classes, declared=declared is not None)
-        rng = make_rng(self.random_state)
         n = y.shape[0]
-        if self.scoring == "noisy_validation":
-            frac = self.validation_fraction
-            if not (isinstance(frac, Real) and 0 < frac < 1):
-                raise ValueError(f"validation_fraction must be in (0, 1), got {frac}")
-            order = rng.permutation(n)  # a public, data-independent split
-            n_val = max(1, int(round(frac * n)))
-            train, val = order[n_val:], order[:n_val]
-            X_train, y_train, X_val, y_val = X[train], y[train], X[val], y[val]
+        self._cfg = cfg = self._configure(n, X.shape[1])
+        rng = make_rng(self.random_state)
+        noisy = self.scoring == "noisy_validation"
+        if cfg["strategy"] == "repeat":
+            order = rng.permutation(n)  # a public, data-independent split of fixed size
+            train, val = order[cfg["val_rows"] :], order[: cfg["val_rows"]]
         else:
-            X_train, y_train = X, y
-        shape_info = (X_train.shape[0], X_train.shape[1])
+            # the tuning rows: a secret Poisson(q) subsample (each row independently),
+            # split row by row into training and validation; no size is released
+            chosen = np.flatnonzero(rng.random(n) < cfg["q"])
+            to_val = rng.random(chosen.size) < (cfg["validation_fraction"] if noisy else 0.0)
+            train, val = chosen[~to_val], chosen[to_val]
+        X_train, y_train = X[train], y[train]
+        validation = (X_public, y_public) if not noisy else (X[val], y[val])
         if self.run_epsilon is None:
             self._say("calibrating the per-run budget to the total epsilon ...")
-            run_epsilon = self._calibrate_run_epsilon(shape_info)
+            run_epsilon = self._calibrate_run_epsilon()
         else:
             run_epsilon = v.positive("run_epsilon", self.run_epsilon)
-        event = self._search_event(run_epsilon, shape_info)
+        event = self._search_event(run_epsilon)
         spent = PrivacyAccountant("rdp").compose(event).get_epsilon(self.delta)
         if spent > epsilon * (1 + 1e-9):
             raise ValueError(
@@ -369,8 +457,8 @@ class PrivateRandomSearch(MetaEstimatorMixin, BaseEstimator):
             mechanism=f"PrivateRandomSearch({type(self.estimator).__name__})",
             label=f"search on {X.shape[0]} rows x {X.shape[1]} features",
         )
-        k = sample_number_of_runs(rng, self.mu, self.shape)
-        if k == 0:
+        k = sample_number_of_runs(rng, cfg["mu"], cfg["shape"])
+        if k == 0 and cfg["strategy"] == "repeat":
             raise RuntimeError(
                 "the random number of runs was 0 (probability exp(-mu)); nothing is selected"
             )
@@ -381,20 +469,44 @@ class PrivateRandomSearch(MetaEstimatorMixin, BaseEstimator):
         for _ in range(k):
             params = {name: _draw(space, rng) for name, space in self.param_distributions.items()}
             stream = rng.spawn(1)[0]
-            noise = (
-                0 if self.scoring == "public" else int(discrete_gaussian(self.score_noise, rng=rng))
-            )
+            noise = 0 if not noisy else int(discrete_gaussian(cfg["score_noise"], rng=rng))
             plans.append((params, stream, noise))
-        validation = (X_public, y_public) if self.scoring == "public" else (X_val, y_val)
+        final_stream = rng.spawn(1)[0]
         runs = self._run_all(plans, run_epsilon, X_train, y_train, validation, k)
-        best = None
+        best = (None, {}, None)
         for score, params, est in runs:  # the first best run wins, as in a sequential scan
-            if best is None or score > best[0]:
+            if best[0] is None or score > best[0]:
                 best = (score, params, est)
         self.best_score_, self.best_params_, self.best_estimator_ = best
+        if cfg["strategy"] == "subsample":
+            # the final model: once, on all rows, with the chosen settings carried over to
+            # the full data (K = 0: the estimator's own settings, a data-independent choice)
+            self.tuned_params_ = dict(self.best_params_)
+            self.best_params_ = extrapolate(self.tuned_params_, self.estimator, cfg)
+            final = clone(self.estimator).set_params(
+                **self.best_params_,
+                epsilon=run_epsilon,
+                delta=self.delta,
+                random_state=final_stream,
+                budget=None,  # the search's event was charged once, before any run
+            )
+            self.best_estimator_ = final.fit(X, y)
         self.n_candidates_ = k
         self.priced_params_ = sorted(self._relevant_choices())
         self.free_params_ = sorted(set(self.param_distributions) - set(self.priced_params_))
+        self.strategy_ = cfg["strategy"]
+        self.settings_ = {
+            key: cfg[key]
+            for key in (
+                "strategy",
+                "subsample",
+                "mu",
+                "shape",
+                "score_noise",
+                "validation_fraction",
+            )
+            if key in cfg
+        }
         self.run_epsilon_ = float(run_epsilon)
         self.dp_event_ = event
         self.epsilon_ = float(spent)
@@ -419,13 +531,16 @@ class PrivateRandomSearch(MetaEstimatorMixin, BaseEstimator):
             random_state=stream,
             budget=None,  # the search's event was charged once, before any run
         )
+        est = self._shaped(est, self._cfg["tune_rows"], tuning=True)
         X_val, y_val = validation
         with threadpool_limits(limits=1, user_api="blas"):
             est.fit(X_train, y_train)
             if self.scoring == "public":
                 return float(est.score(X_val, y_val)), params, est
-            correct = int(np.sum(est.predict(X_val) == y_val))
-        return (correct + noise) / len(y_val), params, est
+            correct = int(np.sum(est.predict(X_val) == y_val)) if len(y_val) else 0
+        # divided by the public (expected) validation size: the actual size of a secret
+        # subsample's validation part is not released
+        return (correct + noise) / max(self._cfg["val_rows"], 1.0), params, est
 
     def _run_all(self, plans, run_epsilon, X_train, y_train, validation, k):
         n_jobs = 1 if self.n_jobs is None else int(self.n_jobs)

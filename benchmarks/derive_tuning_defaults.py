@@ -1,0 +1,147 @@
+"""Derive PrivateRandomSearch's default settings on synthetic data (never on Adult).
+
+Run:  python benchmarks/derive_tuning_defaults.py lr      [--seeds 3] [--save F.json]
+      python benchmarks/derive_tuning_defaults.py search  [--seeds 3] [--save F.json]
+
+Two synthetic logistic problems (scikit-learn ``make_classification`` with fixed seeds,
+distinct from Synthetic-L/H and from every benchmark data set):
+
+* ``lr``: test accuracy of DP-SGD (Adam, the estimator's batch 256 and 60 epochs) against
+  its learning rate, for the final run on all training rows at epsilon and for a tuning
+  run on a Poisson subsample of rate q (same sampling rate, steps and noise: the batch
+  scaled by q). Where the two curves peak gives the learning-rate transfer rule.
+* ``search``: the released model's test accuracy of the subsampled search over
+  ``learning_rate ~ loguniform(1e-4, 1e-1)`` for a grid of settings (subsample rate q,
+  mean number of runs, score noise) at each epsilon.
+
+BLAS threads are pinned to one (OMP_NUM_THREADS=1); configurations run in parallel
+(joblib, --n-jobs).
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+import argparse  # noqa: E402
+import itertools  # noqa: E402
+import json  # noqa: E402
+import math  # noqa: E402
+import time  # noqa: E402
+
+import numpy as np  # noqa: E402
+from joblib import Parallel, delayed  # noqa: E402
+from scipy.stats import loguniform  # noqa: E402
+from sklearn.datasets import make_classification  # noqa: E402
+
+from dpconvex import DPLogisticRegression, PrivateRandomSearch  # noqa: E402
+
+DATASETS = {
+    # n_train + n_test rows, features, informative, label noise, class separation, seed
+    "syn-a": dict(n_samples=45_000, n_features=50, n_informative=10, flip_y=0.15,
+                  class_sep=1.0, random_state=7),
+    "syn-b": dict(n_samples=25_000, n_features=100, n_informative=20, flip_y=0.1,
+                  class_sep=0.8, random_state=11),
+}  # fmt: skip
+RATES = np.geomspace(1e-4, 1e-1, 10)
+EPSILONS = (0.1, 0.3, 1.0, 3.0, 8.0)
+
+
+def dataset(name: str):
+    X, y = make_classification(**DATASETS[name])
+    n_test = len(y) // 5
+    return X[n_test:], X[:n_test], y[n_test:], y[:n_test]
+
+
+def lr_point(name, eps, q, rate, seed):
+    """Test accuracy of one DP-SGD run: all rows (q = 1) or a tuning run on a q-subsample."""
+    Xtr, Xte, ytr, yte = dataset(name)
+    rng = np.random.default_rng([seed, 99])
+    est = DPLogisticRegression(method="dpsgd", epsilon=eps, learning_rate=rate, random_state=seed)
+    if q < 1:
+        rows = rng.random(len(ytr)) < q
+        public = round(q * len(ytr))
+        est.set_params(batch_size=max(1, round(256 * q)))
+        est._public_n = public
+        Xtr, ytr = Xtr[rows], ytr[rows]
+    est.fit(Xtr, ytr)
+    return dict(data=name, eps=eps, q=q, rate=rate, seed=seed, acc=est.score(Xte, yte))
+
+
+def search_point(name, eps, q, mu, noise_factor, seed):
+    Xtr, Xte, ytr, yte = dataset(name)
+    val_rows = q * 0.2 * len(ytr)
+    start = time.perf_counter()
+    s = PrivateRandomSearch(
+        DPLogisticRegression(method="dpsgd"),
+        {"learning_rate": loguniform(1e-4, 1e-1)},
+        epsilon=eps,
+        strategy="subsample",
+        subsample=q,
+        mu=mu,
+        score_noise=max(1.0, noise_factor * math.sqrt(val_rows)),
+        random_state=seed,
+    )
+    try:
+        s.fit(Xtr, ytr)
+    except Exception as exc:  # noqa: BLE001 - recorded, the grid goes on
+        return dict(data=name, eps=eps, q=q, mu=mu, nf=noise_factor, seed=seed, error=str(exc))
+    return dict(
+        data=name, eps=eps, q=q, mu=mu, nf=noise_factor, seed=seed,
+        acc=s.score(Xte, yte), run_eps=s.run_epsilon_, k=s.n_candidates_,
+        rate=s.best_params_.get("learning_rate"), seconds=time.perf_counter() - start,
+    )  # fmt: skip
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("what", choices=("lr", "search"))
+    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--n-jobs", type=int, default=2)
+    parser.add_argument("--epsilons", default=",".join(map(str, EPSILONS)))
+    parser.add_argument("--save")
+    args = parser.parse_args()
+    epsilons = [float(e) for e in args.epsilons.split(",")]
+    seeds = range(args.seeds)
+    if args.what == "lr":
+        jobs = [
+            delayed(lr_point)(name, eps, q, rate, seed)
+            for name, eps, q, rate, seed in itertools.product(
+                DATASETS, epsilons, (1.0, 0.05, 0.15), RATES, seeds
+            )
+        ]
+    else:
+        jobs = [
+            delayed(search_point)(name, eps, q, mu, nf, seed)
+            for name, eps, q, mu, nf, seed in itertools.product(
+                DATASETS, epsilons, (0.05, 0.1, 0.2, 0.4), (3.0, 8.0), (0.5, 2.0), seeds
+            )
+        ]
+    print(f"OMP_NUM_THREADS={os.environ['OMP_NUM_THREADS']}, {len(jobs)} runs, "
+          f"n_jobs={args.n_jobs}", flush=True)  # fmt: skip
+    start = time.perf_counter()
+    rows = Parallel(n_jobs=args.n_jobs, verbose=5)(jobs)
+    print(f"{time.perf_counter() - start:.0f} s")
+    if args.save:
+        with open(args.save, "w") as handle:
+            json.dump(rows, handle, indent=0)
+    summarize(args.what, rows)
+
+
+def summarize(what: str, rows: list[dict]) -> None:
+    import pandas as pd
+
+    frame = pd.DataFrame(rows)
+    if what == "lr":
+        mean = frame.groupby(["data", "eps", "q", "rate"])["acc"].mean().reset_index()
+        best = mean.loc[mean.groupby(["data", "eps", "q"])["acc"].idxmax()]
+        print(best.to_string(index=False))
+    else:
+        ok = frame[frame.get("acc").notna()] if "acc" in frame else frame
+        table = ok.groupby(["data", "eps", "q", "mu", "nf"])["acc"].mean().unstack(["q"])
+        print((100 * table).round(2).to_string())
+
+
+if __name__ == "__main__":
+    main()
