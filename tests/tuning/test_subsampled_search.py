@@ -106,9 +106,8 @@ def _best_of_k_law(pmf, mean, shape):
 
 
 def _renyi(p, r, a):
-    return float(
-        mpmath.log(mpmath.fsum(x**a * y ** (1 - a) for x, y in zip(p, r) if x > 0)) / (a - 1)
-    )
+    terms = [x**a * y ** (1 - a) for x, y in zip(p, r, strict=True) if x > 0]
+    return float(mpmath.log(mpmath.fsum(terms)) / (a - 1))
 
 
 @pytest.mark.parametrize("shape", [math.inf, 1.0])

@@ -31,7 +31,6 @@ from __future__ import annotations
 import itertools
 import math
 import sys
-from numbers import Real
 
 import numpy as np
 from dp_accounting.dp_event import ComposedDpEvent, NoOpDpEvent, PoissonSampledDpEvent
@@ -51,8 +50,8 @@ from ..accounting import (
 )
 from ..discrete_noise import discrete_gaussian
 from ..models.charge import charge
-from ..plans import PLANS
 from ..models.labels import check_labels, declared_classes
+from ..plans import PLANS
 from .defaults import extrapolate, resolve_settings
 from .runs import sample_number_of_runs
 
