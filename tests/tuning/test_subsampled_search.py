@@ -73,7 +73,9 @@ def test_accountant_amplifies_any_event_by_the_general_bound():
     orders = np.array([1.5, 2.0, 2.5, 7.0, 100.0, 256.0, 512.0])
     got = RdpAccountant(orders).compose(de.PoissonSampledDpEvent(0.1, inner_event)).rdp
     bound = poisson_subsampled_rdp_bound(0.1, inner)
-    expected = [bound[0], bound[0], bound[1], bound[5], bound[98], bound[254], math.inf]
+    # Thm 2 minimizes over the orders it is given: the same grid as the accountant's
+    unamplified = RdpAccountant(np.append(ints, 512.0)).compose(inner_event).rdp[-1]
+    expected = [bound[0], bound[0], bound[1], bound[5], bound[98], bound[254], unamplified]
     np.testing.assert_allclose(got, expected, rtol=1e-12)
     with pytest.raises(Exception, match="(?i)support"):
         PrivacyAccountant("pld").compose(de.PoissonSampledDpEvent(0.1, inner_event))
@@ -214,3 +216,38 @@ def test_subsample_search_on_adult_size_data_releases_only_what_is_priced():
     assert search.epsilon_ == PrivacyAccountant("rdp").compose(search.dp_event_).get_epsilon(1e-5)
     assert search.best_estimator_.n_features_in_ == 10
     assert not hasattr(search, "subsample_size_")  # the subsample's size stays secret
+
+
+# -- the defaults --------------------------------------------------------------------
+
+
+def _feasible(epsilon, n, space, estimator):
+    search = PrivateRandomSearch(estimator, space, epsilon=epsilon, random_state=0)
+    search._cfg = search._configure(n, 20)
+    run = search._calibrate_with_fallback()
+    spent = PrivacyAccountant("rdp").compose(search._search_event(run)).get_epsilon(1e-5)
+    return search._cfg, run, spent
+
+
+FREE = {"learning_rate": loguniform(1e-4, 1e-1)}
+PRICED = {"learning_rate": loguniform(1e-4, 1e-1), "lam": [1e-3, 1e-2]}
+
+
+@pytest.mark.parametrize(
+    "epsilon, n, space",
+    [(0.01, 300, FREE), (0.05, 30_000, FREE), (1.0, 3_000, PRICED)],
+)
+def test_default_settings_meet_small_and_large_budgets(epsilon, n, space):
+    cfg, run, spent = _feasible(epsilon, n, space, DPLogisticRegression(method="dpsgd"))
+    assert 0 < run <= epsilon and spent <= epsilon
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("epsilon", [0.01, 0.05, 0.1, 0.3, 1.0, 3.0, 8.0, 30.0])
+@pytest.mark.parametrize("n", [200, 2_000, 20_000, 200_000])
+@pytest.mark.parametrize("space", [FREE, PRICED], ids=["free", "priced"])
+def test_default_settings_are_feasible_over_a_grid(epsilon, n, space):
+    cfg, run, spent = _feasible(epsilon, n, space, DPLogisticRegression(method="dpsgd"))
+    assert 0 < run <= epsilon and spent <= epsilon * (1 + 1e-9)
+    if epsilon >= 1:  # large budgets go to the runs, not to the tuning's overhead
+        assert run >= epsilon / 8

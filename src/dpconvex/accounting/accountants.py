@@ -235,22 +235,29 @@ class RdpAccountant(rdp_privacy_accountant.RdpAccountant):
         orders 2..256 and amplified by
         :func:`~dpconvex.accounting.subsampled_rdp.poisson_subsampled_rdp_bound`; an order
         a between integers gets the bound at ceil(a) (RDP does not decrease with the
-        order), orders above 256 get +inf. dp_accounting amplifies only the Gaussian.
+        order). Orders above 256 keep the inner event's own RDP (subsampling never
+        hurts; the sum would cost O(a^2) there): nearly private runs convert at such
+        orders, so +inf there would put a floor under epsilon. dp_accounting amplifies
+        only the Gaussian.
         """
         if self.neighboring_relation is not _ADD_REMOVE:
             return _relation_error(event, self.neighboring_relation)
         q = event.sampling_probability
         top = GENERAL_MAX_ORDER
-        inner = RdpAccountant(np.arange(2.0, top + 1.0), self.neighboring_relation)
+        orders = np.asarray(self._orders, dtype=float)
+        high = orders[orders > top]
+        grid = np.concatenate((np.arange(2.0, top + 1.0), high))
+        inner = RdpAccountant(grid, self.neighboring_relation)
         error = inner._maybe_compose(event.event, 1, do_compose)
         if error is not None or not do_compose:
             return error
         if q == 0:
             return None
-        bound = poisson_subsampled_rdp_bound(q, inner._rdp)
-        orders = np.asarray(self._orders, dtype=float)
+        bound = poisson_subsampled_rdp_bound(q, inner._rdp[: top - 1])
         index = np.clip(np.ceil(orders) - 2, 0, top - 2).astype(int)
-        self._rdp = self._rdp + count * np.where(orders <= top, bound[index], np.inf)
+        rdp = bound[index]
+        rdp[orders > top] = inner._rdp[top - 1 :]  # not amplified there: M's own RDP
+        self._rdp = self._rdp + count * rdp
         return None
 
     def _compose_poisson_tuning(self, event, count, do_compose):

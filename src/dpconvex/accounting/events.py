@@ -115,7 +115,9 @@ def tuned_event(event: DpEvent, mean: float, shape: float = math.inf) -> DpEvent
 
     K ~ Poisson(mean) for ``shape = inf`` (Papernot & Steinke 2022, Thm 6) or
     truncated negative binomial with that shape and mean for 0 <= shape < inf
-    (Thm 2; shape 1 is geometric, 0 logarithmic). Priced by RDP only.
+    (Thm 2; shape 1 is geometric, 0 logarithmic). Priced by RDP only. A truncated
+    negative binomial of mean 1 is K = 1 (it has no mass below 1): one run, whose
+    event is ``event`` itself.
     """
     mean = v.finite("mean", mean)
     if mean < 1:
@@ -123,6 +125,8 @@ def tuned_event(event: DpEvent, mean: float, shape: float = math.inf) -> DpEvent
     shape = float(shape)
     if math.isnan(shape) or shape < 0:
         raise ValueError(f"shape must be >= 0 (inf for Poisson), got {shape}")
+    if mean == 1 and math.isfinite(shape):
+        return event
     return RepeatAndSelectDpEvent(event, mean, shape)
 
 

@@ -40,9 +40,8 @@ def subsampled_gaussian_rdp_int(q: float, z: float, orders: np.ndarray) -> np.nd
     return log_a / (a - 1.0)
 
 
-#: largest order at which the general subsampling bound is evaluated; higher orders of
-#: a subsampled event get +inf (a valid RDP bound; the conversion to (epsilon, delta)
-#: picks a smaller order for every delta of practical use)
+#: largest order at which the general subsampling bound is evaluated; at higher orders
+#: a subsampled event is priced as the event itself (subsampling never hurts)
 GENERAL_MAX_ORDER = 256
 
 

@@ -52,7 +52,7 @@ from ..discrete_noise import discrete_gaussian
 from ..models.charge import charge
 from ..models.labels import check_labels, declared_classes
 from ..plans import PLANS
-from .defaults import extrapolate, resolve_settings
+from .defaults import FALLBACK_STEPS, extrapolate, resolve_settings
 from .runs import sample_number_of_runs
 
 #: hyperparameters of dpconvex estimators that do not change their privacy cost
@@ -363,6 +363,36 @@ class PrivateRandomSearch(MetaEstimatorMixin, BaseEstimator):
             total, self.epsilon, good, bad, decreasing=False, floor=good, ceiling=bad, rtol=1e-3
         )
 
+    def _calibrate_with_fallback(self) -> float:
+        """The per-run budget; default settings that cannot meet epsilon are relaxed.
+
+        When the preferred defaults cannot meet the budget, the mean number of runs
+        (if not given) is halved, down to 1, and the score noise (if not given) doubled,
+        up to ``FALLBACK_STEPS`` times: fewer, better-scored runs cost less. With one run
+        on average the search costs about what one run costs, so every epsilon that
+        can pay for one run of the estimator is met by the defaults. The steps depend
+        on (epsilon, delta, n, the search space) only, never on the data.
+        """
+        try:
+            return self._calibrate_run_epsilon()
+        except CalibrationError as first:
+            if self.mu is not None and self.score_noise is not None:
+                raise
+            error = first
+        cfg = self._cfg
+        for _ in range(FALLBACK_STEPS):
+            if self.mu is None:
+                cfg["mu"] = max(1.0, cfg["mu"] / 2.0)
+            if self.score_noise is None:
+                cfg["score_noise"] *= 2.0
+            if self._total_epsilon(MIN_EPSILON) > self.epsilon:
+                continue  # even runs that spend nothing cost too much
+            try:
+                return self._calibrate_run_epsilon()
+            except CalibrationError:
+                continue
+        raise error
+
     # -- fit -----------------------------------------------------------------------
     def _configure(self, n: int, d: int) -> dict:
         """The settings of this search: the given ones, the rest by the default rules."""
@@ -441,7 +471,7 @@ class PrivateRandomSearch(MetaEstimatorMixin, BaseEstimator):
         validation = (X_public, y_public) if not noisy else (X[val], y[val])
         if self.run_epsilon is None:
             self._say("calibrating the per-run budget to the total epsilon ...")
-            run_epsilon = self._calibrate_run_epsilon()
+            run_epsilon = self._calibrate_with_fallback()
         else:
             run_epsilon = v.positive("run_epsilon", self.run_epsilon)
         event = self._search_event(run_epsilon)
