@@ -2,6 +2,7 @@
 
 Run:  python benchmarks/derive_tuning_defaults.py lr      [--seeds 3] [--save F.json]
       python benchmarks/derive_tuning_defaults.py search  [--seeds 3] [--save F.json]
+      python benchmarks/derive_tuning_defaults.py plot    --load F.json --plot F.png
 
 Two synthetic logistic problems (scikit-learn ``make_classification`` with fixed seeds,
 distinct from Synthetic-L/H and from every benchmark data set):
@@ -96,12 +97,18 @@ def search_point(name, eps, q, mu, noise_factor, seed):
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("what", choices=("lr", "search"))
+    parser.add_argument("what", choices=("lr", "search", "plot"))
+    parser.add_argument("--load", help="plot: the rows saved by a search run")
+    parser.add_argument("--plot", help="plot: the figure to write")
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--n-jobs", type=int, default=2)
     parser.add_argument("--epsilons", default=",".join(map(str, EPSILONS)))
     parser.add_argument("--save")
     args = parser.parse_args()
+    if args.what == "plot":
+        with open(args.load) as handle:
+            plot(json.load(handle), args.plot)
+        return
     epsilons = [float(e) for e in args.epsilons.split(",")]
     seeds = range(args.seeds)
     if args.what == "lr":
@@ -141,6 +148,42 @@ def summarize(what: str, rows: list[dict]) -> None:
         ok = frame[frame.get("acc").notna()] if "acc" in frame else frame
         table = ok.groupby(["data", "eps", "q", "mu", "nf"])["acc"].mean().unstack(["q"])
         print((100 * table).round(2).to_string())
+
+
+def plot(rows: list[dict], path: str) -> None:
+    """Accuracy of the released model against q, one panel per data set and epsilon."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import pandas as pd
+
+    frame = pd.DataFrame([r for r in rows if r.get("acc") is not None])
+    names, epsilons = sorted(frame["data"].unique()), sorted(frame["eps"].unique())
+    fig, axes = plt.subplots(
+        len(names), len(epsilons), figsize=(3 * len(epsilons), 2.6 * len(names)), squeeze=False
+    )
+    for i, name in enumerate(names):
+        for j, eps in enumerate(epsilons):
+            ax = axes[i][j]
+            cell = frame[(frame["data"] == name) & (frame["eps"] == eps)]
+            for (mu, nf), part in cell.groupby(["mu", "nf"]):
+                mean = part.groupby("q")["acc"].mean() * 100
+                ax.plot(
+                    mean.index, mean.values, marker="o", label=f"mean runs {mu:g}, noise {nf:g}"
+                )
+            ax.set_xscale("log")
+            ax.set_xticks(
+                sorted(cell["q"].unique()), [f"{q:g}" for q in sorted(cell["q"].unique())]
+            )
+            ax.minorticks_off()
+            ax.set_title(f"{name}, epsilon {eps:g}", fontsize=9)
+            ax.set_xlabel("subsample rate q")
+            if j == 0:
+                ax.set_ylabel("test accuracy %")
+    axes[0][0].legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
 
 
 if __name__ == "__main__":

@@ -1,4 +1,10 @@
-"""Papernot-Steinke private random search for any dpconvex estimator.
+"""Private random search for any dpconvex estimator: on a subsample, or repeat-and-select.
+
+With ``strategy="subsample"`` (the default on data of a few thousand rows or more) the
+search below runs on a secret Poisson subsample of the rows and the chosen settings
+train one final model on all rows (Koskela & Kulkarni, NeurIPS 2023); the search is
+then priced as an event on a Poisson subsample (Zhu & Wang 2019, Thm 6) composed with
+the final run.
 
 Papernot & Steinke, "Hyperparameter Tuning with Renyi Differential Privacy"
 (ICLR 2022, arXiv 2110.03620): run a private algorithm M a random number K of
@@ -77,7 +83,17 @@ def _draw(value, rng: np.random.Generator):
 
 
 class PrivateRandomSearch(MetaEstimatorMixin, BaseEstimator):
-    """(epsilon, delta)-DP hyperparameter search: Papernot-Steinke repeat-and-select.
+    """(epsilon, delta)-DP hyperparameter search whose budget includes the tuning.
+
+    Two strategies. ``"subsample"`` (Koskela & Kulkarni, NeurIPS 2023, "Practical
+    differentially private hyperparameter tuning with subsampling"): the search runs on
+    a secret Poisson subsample of the rows (each row in with probability ``subsample``),
+    then the final model is trained once on all rows with the chosen settings; the
+    search is priced as a subsampled event (Zhu & Wang 2019, Thm 6) composed with the
+    final run. ``"repeat"`` (Papernot & Steinke, ICLR 2022, Thms 2 and 6): the search
+    runs on all training rows and the best run's model is released. ``"auto"`` (default)
+    takes the subsample when its tuning part has at least ``MIN_TUNING_ROWS`` expected
+    training rows and the estimator's guarantee does not depend on the number of rows.
 
     Parameters
     ----------
@@ -88,19 +104,26 @@ class PrivateRandomSearch(MetaEstimatorMixin, BaseEstimator):
         distribution; each run draws every hyperparameter i.i.d. Privacy-relevant
         hyperparameters must be lists (see the module docstring).
     epsilon, delta : float
-        Budget of the whole search, tuning included.
-    mu : float
-        Mean number of runs (K ~ Poisson(mu) when ``shape`` is inf).
-    shape : float
-        inf (Poisson) or >= 0 (truncated negative binomial; 1 geometric, 0 logarithmic).
+        Budget of the whole search, tuning and final model included.
+    strategy : {"auto", "subsample", "repeat"}
+        See above.
+    subsample : float, optional
+        Share of the rows the search runs on (strategy "subsample"); default
+        2,500 / n, kept in [0.02, 0.5].
+    mu : float, optional
+        Mean number of runs K (>= 1); default 3.
+    shape : float, optional
+        inf (K Poisson, may be 0) or >= 0 (truncated negative binomial, K >= 1; 1 is
+        geometric, 0 logarithmic); default 1.
     scoring : {"noisy_validation", "public"}
         "noisy_validation" (default, classifiers) or "public" (pass X_public,
         y_public to fit; accuracy for classifiers, R^2 for regressors).
-    validation_fraction : float
-        Share of rows held out for the noisy validation score.
-    score_noise : float
+    validation_fraction : float, optional
+        Share of the search's rows held out for the noisy validation score; default 0.2.
+    score_noise : float, optional
         Scale of the discrete Gaussian noise on the validation count of correct
-        predictions (about its standard deviation).
+        predictions (about its standard deviation); default 2 sqrt(v) for v expected
+        validation rows.
     run_epsilon : float, optional
         Per-run epsilon; None (default) calibrates it to meet ``epsilon``.
     random_state : None, int or numpy.random.Generator
@@ -117,12 +140,22 @@ class PrivateRandomSearch(MetaEstimatorMixin, BaseEstimator):
         per-run budget is calibrated, then a progress bar over the K runs). It changes
         nothing that is computed or released.
 
+    The defaults are derived in :mod:`dpconvex.tuning.defaults`; when they cannot meet
+    ``epsilon`` the settings left to them are relaxed (fewer runs, more score noise)
+    until they do, so any epsilon that pays for one run of the estimator is met.
+
     Attributes
     ----------
     best_estimator_, best_params_, best_score_
-        The best run; its score is noisy when scoring is private.
+        The released model and its hyperparameters (subsample: the final model on all
+        rows; its learning rate is the chosen one carried over by
+        :func:`~dpconvex.tuning.defaults.extrapolate`), and the best run's noisy score.
+    tuned_params_ : dict
+        Subsample only: the hyperparameters the search chose, before carrying over.
     n_candidates_ : int
         K, data-independent.
+    strategy_, settings_
+        The strategy and settings used (the given ones and the defaults).
     run_epsilon_, dp_event_, epsilon_, delta_
         The per-run budget, the event of the whole search and what it spent.
     free_params_, priced_params_ : list of str
@@ -134,10 +167,9 @@ class PrivateRandomSearch(MetaEstimatorMixin, BaseEstimator):
     Notes
     -----
     The label set of a classifier is the estimator's declared ``classes`` (default
-    [0, 1]); labels outside it are refused before anything is spent.
-
-    The best estimator is trained on the training part only: refitting on all rows
-    would cost more privacy.
+    [0, 1]); labels outside it are refused before anything is spent. Which rows form
+    the subsample, and how many, is never released (the score is divided by the
+    expected number of validation rows).
     """
 
     def __init__(
