@@ -251,3 +251,68 @@ def test_default_settings_are_feasible_over_a_grid(epsilon, n, space):
     assert 0 < run <= epsilon and spent <= epsilon * (1 + 1e-9)
     if epsilon >= 1:  # large budgets go to the runs, not to the tuning's overhead
         assert run >= epsilon / 8
+
+
+# -- the selection's epsilon against the theorems, computed independently ---------------
+
+
+def _conversion(orders, rdp, delta):
+    """Canonne-Kamath-Steinke 2020 (Prop. 12 of v4): the best order wins."""
+    a = np.asarray(orders, dtype=float)
+    return float(np.min(rdp + np.log1p(-1 / a) - (math.log(delta) + np.log(a)) / (a - 1)))
+
+
+def _ps_thm6(orders, base, mu):
+    """Papernot-Steinke Thm 6, delta_hat at eps_hat = log(1 + 1/(lambda - 1)) from the base."""
+    out = []
+    for lam, r in zip(orders, base, strict=True):
+        eps_hat = math.log1p(1 / (lam - 1))
+        # delta_hat(eps_hat) by the same conversion, order by order, best order wins
+        log_d = [
+            (a - 1) * (ra - eps_hat + math.log1p(-1 / a)) - math.log(a)
+            for a, ra in zip(orders, base, strict=True)
+        ]
+        kl = [0.5 * math.log1p(-math.exp(-ra)) for ra in base]
+        delta_hat = min(1.0, math.exp(min(min(log_d), min(kl))))
+        out.append(r + mu * delta_hat + math.log(mu) / (lam - 1))
+    return np.array(out)
+
+
+def _ps_thm2(orders, base, mu, eta):
+    """Papernot-Steinke Thm 2 (truncated negative binomial), best lambda_hat over the orders."""
+    gamma = truncated_negative_binomial_gamma(mu, eta)
+    out = []
+    for lam, r in zip(orders, base, strict=True):
+        extra = min(
+            (1 + eta) * (1 - 1 / lh) * rh + (1 + eta) * math.log(1 / gamma) / lh
+            for lh, rh in zip(orders, base, strict=True)
+        )
+        out.append(r + extra + math.log(mu) / (lam - 1))
+    # RDP does not decrease with the order: a higher order's bound holds below it
+    return np.minimum.accumulate(np.array(out)[::-1])[::-1]
+
+
+@pytest.mark.parametrize("shape", [math.inf, 1.0, 2.0])
+def test_search_epsilon_matches_papernot_steinke_and_zhu_wang_independently(shape):
+    orders = np.arange(2.0, 257.0)
+    sigma, score, mu, q, delta = 4.0, 30.0, 3.0, 0.08, 1e-5
+    run = de.ComposedDpEvent([de.GaussianDpEvent(sigma), DiscreteGaussianDpEvent(score, 1, 1)])
+    base = orders / (2 * sigma**2) + orders / (2 * score**2)
+    if math.isinf(shape):
+        tuned = _ps_thm6(orders, base, mu)
+    else:
+        tuned = _ps_thm2(orders, base, mu, shape)
+    ours = RdpAccountant(orders).compose(tuned_event(run, mu, shape)).rdp
+    np.testing.assert_allclose(ours, tuned, rtol=1e-6)
+    # the subsampled search plus a final run: Zhu-Wang on the tuned curve, plus the run
+    sub = np.array([zhu_wang(q, lambda k: tuned[k - 2], int(a)) for a in orders[:40]])
+    sub = np.minimum(sub, tuned[:40])
+    total = sub + orders[:40] / (2 * sigma**2)
+    event = de.ComposedDpEvent(
+        [de.PoissonSampledDpEvent(q, tuned_event(run, mu, shape)), de.GaussianDpEvent(sigma)]
+    )
+    ours = RdpAccountant(orders[:40]).compose(event).rdp
+    np.testing.assert_allclose(ours, total, rtol=1e-6)
+    assert _conversion(orders[:40], ours, delta) == pytest.approx(
+        _conversion(orders[:40], total, delta), rel=1e-6
+    )
