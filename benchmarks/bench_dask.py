@@ -1,7 +1,7 @@
 """Out-of-core AMP on dask, reading Zarr and Parquet files: fit time, passes, peak memory.
 
 Run:  python benchmarks/bench_dask.py [--rows 1e6 1e7 5e7] [--formats zarr parquet]
-                                      [--chunk-rows 250000] [--data-dir /tmp/dpconvex-bench-data]
+                                      [--chunk-rows 125000] [--data-dir /tmp/dpconvex-bench-data]
                                       [--float32] [--keep] [--solver auto] [--markdown F]
 
 Data: the logistic model of ``dpconvex.scale.data.synthetic_glm`` (rows N(0, I_d), d = 100;
@@ -284,7 +284,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=float, nargs="+", default=[1e6, 1e7, 5e7])
     parser.add_argument("--formats", nargs="+", choices=FORMATS, default=list(FORMATS))
-    parser.add_argument("--chunk-rows", type=int, default=250_000, help="rows per chunk/file")
+    parser.add_argument("--chunk-rows", type=int, default=125_000, help="rows per chunk/file")
     parser.add_argument("--data-dir", type=Path, default=Path("/tmp/dpconvex-bench-data"))
     parser.add_argument("--float32", action="store_true", help="store the features as float32")
     parser.add_argument("--keep", action="store_true", help="keep the data sets on disk")

@@ -70,8 +70,9 @@ def lr_point(name, eps, q, rate, seed):
     return dict(data=name, eps=eps, q=q, rate=rate, seed=seed, acc=est.score(Xte, yte))
 
 
-def search_point(name, eps, q, mu, noise_factor, seed):
+def search_point(name, eps, q, mu, noise_factor, seed, share=0.0, shape=1.0):
     Xtr, Xte, ytr, yte = dataset(name)
+    q = q if q is not None else min(0.5, max(0.02, 2500 / len(ytr)))
     val_rows = q * 0.2 * len(ytr)
     start = time.perf_counter()
     s = PrivateRandomSearch(
@@ -81,15 +82,18 @@ def search_point(name, eps, q, mu, noise_factor, seed):
         strategy="subsample",
         subsample=q,
         mu=mu,
+        shape=shape,
+        default_share=share,
         score_noise=max(1.0, noise_factor * math.sqrt(val_rows)),
         random_state=seed,
     )
     try:
         s.fit(Xtr, ytr)
     except Exception as exc:  # noqa: BLE001 - recorded, the grid goes on
-        return dict(data=name, eps=eps, q=q, mu=mu, nf=noise_factor, seed=seed, error=str(exc))
+        return dict(data=name, eps=eps, q=q, mu=mu, nf=noise_factor, seed=seed, share=share,
+                    shape=shape, error=str(exc))  # fmt: skip
     return dict(
-        data=name, eps=eps, q=q, mu=mu, nf=noise_factor, seed=seed,
+        data=name, eps=eps, q=q, mu=mu, nf=noise_factor, seed=seed, share=share, shape=shape,
         acc=s.score(Xte, yte), run_eps=s.run_epsilon_, k=s.n_candidates_,
         rate=s.best_params_.get("learning_rate"), seconds=time.perf_counter() - start,
     )  # fmt: skip
@@ -97,7 +101,7 @@ def search_point(name, eps, q, mu, noise_factor, seed):
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("what", choices=("lr", "search", "plot"))
+    parser.add_argument("what", choices=("lr", "search", "search2", "plot"))
     parser.add_argument("--load", help="plot: the rows saved by a search run")
     parser.add_argument("--plot", help="plot: the figure to write")
     parser.add_argument("--seeds", type=int, default=3)
@@ -116,6 +120,13 @@ def main() -> None:
             delayed(lr_point)(name, eps, q, rate, seed)
             for name, eps, q, rate, seed in itertools.product(
                 DATASETS, epsilons, (1.0, 0.05, 0.15), RATES, seeds
+            )
+        ]
+    elif args.what == "search2":  # Poisson K, the default share, noise; q = 2,500 / n
+        jobs = [
+            delayed(search_point)(name, eps, None, mu, nf, seed, share, math.inf)
+            for name, eps, mu, nf, share, seed in itertools.product(
+                DATASETS, epsilons, (3.0, 6.0), (0.5, 1.0, 2.0), (0.0, 0.5), seeds
             )
         ]
     else:
@@ -146,7 +157,8 @@ def summarize(what: str, rows: list[dict]) -> None:
         print(best.to_string(index=False))
     else:
         ok = frame[frame.get("acc").notna()] if "acc" in frame else frame
-        table = ok.groupby(["data", "eps", "q", "mu", "nf"])["acc"].mean().unstack(["q"])
+        keys = ["data", "eps", "q", "mu", "nf"] + [k for k in ("share",) if k in ok]
+        table = ok.groupby(keys)["acc"].mean().unstack(["nf"])
         print((100 * table).round(2).to_string())
 
 

@@ -42,6 +42,8 @@ MIN_SUBSAMPLE, MAX_SUBSAMPLE = 0.02, 0.5
 #: default mean number of runs (geometric K) and score noise / sqrt(validation rows)
 DEFAULT_MU = 3.0
 SCORE_NOISE_FACTOR = 2.0
+#: probability that a run keeps the estimator's own settings of the free hyperparameters
+DEFAULT_SHARE = 0.5
 #: times default settings are relaxed (fewer runs, more score noise) to meet epsilon
 FALLBACK_STEPS = 8
 
@@ -52,6 +54,7 @@ def resolve_settings(
     subsample,
     mu,
     shape,
+    default_share,
     score_noise,
     validation_fraction,
     scoring: str,
@@ -85,7 +88,9 @@ def resolve_settings(
         rows = q * (1 - (frac if noisy else 0.0)) * n
         strategy = "subsample" if size_free and rows >= MIN_TUNING_ROWS else "repeat"
     if shape is None:
-        shape = 1.0  # geometric: K >= 1, so a search always selects something
+        # on a subsample K = 0 is harmless (the final model keeps the estimator's own
+        # settings) and Poisson K varies least; repeat-and-select must select something
+        shape = math.inf if strategy == "subsample" else 1.0
     shape = float(shape)
     if math.isnan(shape) or shape < 0:
         raise ValueError(f"shape must be >= 0 (inf for Poisson), got {shape}")
@@ -98,10 +103,16 @@ def resolve_settings(
         val_rows = (q if strategy == "subsample" else 1.0) * frac * n
         score_noise = max(1.0, SCORE_NOISE_FACTOR * math.sqrt(val_rows))
     score_noise = v.positive("score_noise", score_noise)
+    if default_share is None:
+        default_share = DEFAULT_SHARE
+    share = v.finite("default_share", default_share)
+    if not 0 <= share < 1:
+        raise ValueError(f"default_share must be in [0, 1), got {share}")
     cfg = {
         "strategy": strategy,
         "mu": mu,
         "shape": shape,
+        "default_share": share,
         "score_noise": score_noise,
         "validation_fraction": frac,
     }
@@ -111,7 +122,7 @@ def resolve_settings(
 
 
 #: a learning rate chosen on the subsample is multiplied by this for the final run
-LEARNING_RATE_TRANSFER = 0.5
+LEARNING_RATE_TRANSFER = 1.0
 
 
 def extrapolate(params: dict, estimator, cfg: dict) -> dict:
@@ -127,6 +138,7 @@ def extrapolate(params: dict, estimator, cfg: dict) -> dict:
     perturbation's lam is a sum-form regularizer calibrated for privacy, not per row).
     """
     out = dict(params)
-    if "learning_rate" in out and estimator.get_params().get("method") in ("dpsgd", "dpgd"):
+    rate = out.get("learning_rate")
+    if rate is not None and estimator.get_params().get("method") in ("dpsgd", "dpgd"):
         out["learning_rate"] = out["learning_rate"] * LEARNING_RATE_TRANSFER
     return out

@@ -114,7 +114,12 @@ class PrivateRandomSearch(MetaEstimatorMixin, BaseEstimator):
         Mean number of runs K (>= 1); default 3.
     shape : float, optional
         inf (K Poisson, may be 0) or >= 0 (truncated negative binomial, K >= 1; 1 is
-        geometric, 0 logarithmic); default 1.
+        geometric, 0 logarithmic); default inf for "subsample" (K = 0 trains the final
+        model with the estimator's own settings), 1 for "repeat".
+    default_share : float, optional
+        Probability that a run keeps the estimator's own settings for the free
+        hyperparameters (instead of drawing them); default 0.5. A wide search space
+        then cannot make the released model much worse than the untuned estimator.
     scoring : {"noisy_validation", "public"}
         "noisy_validation" (default, classifiers) or "public" (pass X_public,
         y_public to fit; accuracy for classifiers, R^2 for regressors).
@@ -183,6 +188,7 @@ class PrivateRandomSearch(MetaEstimatorMixin, BaseEstimator):
         subsample=None,
         mu=None,
         shape=None,
+        default_share=None,
         scoring="noisy_validation",
         validation_fraction=None,
         score_noise=None,
@@ -200,6 +206,7 @@ class PrivateRandomSearch(MetaEstimatorMixin, BaseEstimator):
         self.subsample = subsample
         self.mu = mu
         self.shape = shape
+        self.default_share = default_share
         self.scoring = scoring
         self.validation_fraction = validation_fraction
         self.score_noise = score_noise
@@ -438,6 +445,7 @@ class PrivateRandomSearch(MetaEstimatorMixin, BaseEstimator):
             subsample=self.subsample,
             mu=self.mu,
             shape=self.shape,
+            default_share=self.default_share,
             score_noise=self.score_noise,
             validation_fraction=self.validation_fraction,
             scoring=self.scoring,
@@ -527,8 +535,15 @@ class PrivateRandomSearch(MetaEstimatorMixin, BaseEstimator):
         # (hyperparameters, the run's own stream, its score noise), so that the runs
         # can go to any number of workers and give the same result
         plans = []
+        free = set(self.param_distributions) - set(self._relevant_choices())
+        own = self.estimator.get_params()
         for _ in range(k):
-            params = {name: _draw(space, rng) for name, space in self.param_distributions.items()}
+            drawn = {name: _draw(space, rng) for name, space in self.param_distributions.items()}
+            # with probability default_share the run keeps the estimator's own settings
+            # for the free hyperparameters (one data-independent mixture distribution,
+            # so the runs stay i.i.d. as the selection theorems require)
+            keep = rng.random() < cfg["default_share"]
+            params = {name: own[name] if keep and name in free else drawn[name] for name in drawn}
             stream = rng.spawn(1)[0]
             noise = 0 if not noisy else int(discrete_gaussian(cfg["score_noise"], rng=rng))
             plans.append((params, stream, noise))
