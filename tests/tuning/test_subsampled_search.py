@@ -178,6 +178,7 @@ def test_tuning_rows_are_a_poisson_subsample_and_the_final_model_sees_all():
             strategy="subsample",
             subsample=q,
             mu=2.0,
+            shape=1.0,  # geometric: K >= 1
             random_state=seed,
         ).fit(X, y)
         *tuning, final = _Spy.seen
