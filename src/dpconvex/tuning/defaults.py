@@ -1,28 +1,26 @@
 """Settings of a private search that are not given: derived from (epsilon, delta, n).
 
 The rules were chosen on two synthetic logistic problems (36,000 x 50 and 20,000 x 100,
-never Adult or another benchmark data set) by ``benchmarks/derive_tuning_defaults.py``:
-the released model's test accuracy of the subsampled search of DP-SGD's learning rate
-over a grid of (subsample rate q in {0.05, 0.1, 0.2, 0.4}, mean number of runs in
-{3, 8}, score noise in {0.5, 2} x sqrt(validation rows)) at epsilon 0.1, 0.3, 1 and 8,
-two seeds each (docs/guide/tuning.md, "How the defaults are chosen", has the table).
+never Adult or another benchmark data set) by ``benchmarks/derive_tuning_defaults.py``,
+tuning DP-SGD's learning rate over loguniform(1e-4, 1e-1) (docs/guide/tuning.md, "How
+the defaults are chosen", has the tables and the figure):
 
-* Subsample: tuning rows of 1,800-3,600 (q 0.05-0.1) were best or within noise of the
-  best at every epsilon; q = 0.4 lost up to 3 points (the amplification weakens and the
-  final run gets less). Rule: q = 2,500 / n, kept in [0.02, 0.5].
-* Runs: a mean of 3 beat 8 at 25 of 32 (data, epsilon, q) points at noise factor 2;
-  geometric K (truncated negative binomial, shape 1) is never 0, so something is
-  always selected.
-* Score noise: 2 sqrt(v) on a count of correct predictions among v expected validation
-  rows (4 to 5 times the binomial sampling noise of the count) was better than 0.5
-  sqrt(v) at epsilon <= 1 (the cheaper score leaves more budget to the final run) and
-  equal at 8.
+* Subsample (``search``: q in {0.05, 0.1, 0.2, 0.4}, epsilon 0.1-8, 2 seeds): tuning
+  sets of 1,800-3,600 rows (q 0.05-0.1) were best or within noise of the best at every
+  epsilon; q = 0.4 lost up to 3 points (weaker amplification, less for the final run).
+  Rule: q = 2,500 / n, kept in [0.02, 0.5].
+* Share of runs that keep the estimator's own settings of the free hyperparameters
+  (``search2``, 3 seeds): 0.5 beat 0 at 20 of 24 points, by up to 2 points; at small
+  epsilon 0.9 did better still (:func:`default_share_for`).
+* Runs and score noise (``search2``): Poisson K of mean 6 beat mean 3 at epsilon 1 and 8
+  on one problem and tied on the other; score noise sqrt(v) on the count of correct
+  predictions among v expected validation rows was the safe middle (0.5 sqrt(v) lost 8
+  points on one problem at epsilon 0.1; 2 sqrt(v) selected less well at large epsilon).
 * Validation share: 0.2 of the tuning rows.
 
 The budget split between the tuning runs and the final run is not a setting: both run
-at the same per-run epsilon, calibrated so that the whole search meets epsilon. As
-epsilon grows the per-run epsilon grows with it (5.1 of 8 on the first problem at
-q = 0.05), so the released model approaches the non-private one.
+at the same per-run epsilon, calibrated so that the whole search meets epsilon; it grows
+with epsilon, so the released model approaches the non-private one.
 """
 
 from __future__ import annotations
@@ -55,8 +53,8 @@ def default_share_for(epsilon: float) -> float:
     estimator's own settings in most runs bounds the damage. Synthetic problems
     (benchmarks/derive_tuning_defaults.py, Poisson K of mean 6, 4 seeds): 0.9 against 0.5
     gave 79.87 vs 78.88 % (syn-a) and 70.85 vs 70.85 % (syn-b) at epsilon 0.1, 81.23 vs
-    80.64 and 73.96 vs 73.96 at 0.3; 0.5 against 0 gained up to 1.6 points at every
-    epsilon (3 seeds).
+    80.64 and 73.96 vs 73.96 at 0.3; 0.5 against 0 gained at 20 of 24 grid points, up to
+    2 points (3 seeds).
     """
     t = min(1.0, max(0.0, math.log10(1.0 / epsilon)))  # 0 at epsilon >= 1, 1 at <= 0.1
     return DEFAULT_SHARE + (SMALL_EPSILON_SHARE - DEFAULT_SHARE) * t
