@@ -147,7 +147,16 @@ def main() -> None:
     parser.add_argument("--n-jobs", type=int, default=1, help="PrivateRandomSearch's n_jobs")
     parser.add_argument("--workers", type=int, default=1, help="seeds run at once")
     parser.add_argument("--save")
+    parser.add_argument("--load", help="print (and plot) rows saved by an earlier run")
+    parser.add_argument("--plot", help="write a figure of accuracy against epsilon")
     args = parser.parse_args()
+    if args.load:
+        with open(args.load) as handle:
+            rows = json.load(handle)
+        table(rows)
+        if args.plot:
+            plot(rows, args.plot)
+        return
     print(
         f"dpconvex tuning benchmark | python {platform.python_version()} | "
         f"OMP_NUM_THREADS={os.environ['OMP_NUM_THREADS']} | seeds={args.seeds} | "
@@ -166,6 +175,43 @@ def main() -> None:
     if args.save:
         with open(args.save, "w") as handle:
             json.dump(rows, handle, indent=1)
+    if args.plot:
+        plot(rows, args.plot)
+
+
+def plot(rows: list[dict], path: str) -> None:
+    """Mean test accuracy against epsilon, one panel per data set."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = list(dict.fromkeys(r["data"] for r in rows))
+    fig, axes = plt.subplots(1, len(names), figsize=(5.2 * len(names), 3.8), squeeze=False)
+    for ax, name in zip(axes[0], names, strict=True):
+        epsilons = sorted({r["eps"] for r in rows if r["data"] == name})
+        for method, style in (("untuned", "s--"), ("search", "o-"), ("repeat", "^:")):
+            means = []
+            for eps in epsilons:
+                accs = [r["acc"] for r in rows if r["data"] == name and r["eps"] == eps
+                        and r["method"] == method and r["acc"] is not None]  # fmt: skip
+                means.append(100 * np.mean(accs) if accs else np.nan)
+            label = {"search": "search, defaults (subsample)", "repeat": "repeat-and-select"}
+            ax.semilogx(epsilons, means, style, label=label.get(method, method))
+        best = []
+        for eps in epsilons:
+            grid = {}
+            for r in rows:
+                if r["data"] == name and r["eps"] == eps and r["method"].startswith("lr="):
+                    grid.setdefault(r["method"], []).append(r["acc"])
+            best.append(100 * max(np.mean(v) for v in grid.values()))
+        ax.semilogx(epsilons, best, "k.", label="dishonest best rate (test set)")
+        ax.set_title(name)
+        ax.set_xlabel("epsilon (delta = 1e-5)")
+        ax.set_ylabel("test accuracy %")
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
 
 
 if __name__ == "__main__":

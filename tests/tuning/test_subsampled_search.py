@@ -317,3 +317,54 @@ def test_search_epsilon_matches_papernot_steinke_and_zhu_wang_independently(shap
     assert _conversion(orders[:40], ours, delta) == pytest.approx(
         _conversion(orders[:40], total, delta), rel=1e-6
     )
+
+
+def test_no_run_on_the_subsample_trains_the_final_model_with_the_estimators_settings():
+    X, y = make_classification(n_samples=1500, n_features=5, random_state=2)
+    for seed in range(60):
+        search = PrivateRandomSearch(
+            DPLogisticRegression(method="dpsgd", epochs=1),
+            {"learning_rate": loguniform(1e-3, 1e-1)},
+            epsilon=2.0,
+            strategy="subsample",
+            subsample=0.3,
+            mu=1.0,
+            shape=math.inf,  # Poisson: K = 0 with probability 1/e
+            random_state=seed,
+        ).fit(X, y)
+        if search.n_candidates_ == 0:
+            break
+    else:
+        pytest.fail("no seed drew K = 0")
+    assert search.tuned_params_ == {} and search.best_params_ == {}
+    assert search.best_score_ is None
+    assert search.best_estimator_.learning_rate is None  # the estimator's own default
+    assert search.score(X, y) > 0.6 and search.epsilon_ <= 2.0
+
+
+def test_default_share_keeps_the_estimators_free_settings_in_that_share_of_runs():
+    X, y = make_classification(n_samples=4000, n_features=5, random_state=3)
+    kept = total = 0
+    for seed in range(6):
+        search = PrivateRandomSearch(
+            _Spy(method="dpsgd", epochs=1),
+            {"learning_rate": loguniform(1e-3, 1e-1), "lam": [0.001, 0.01]},
+            epsilon=4.0,
+            strategy="subsample",
+            subsample=0.3,
+            mu=6.0,
+            default_share=0.5,
+            random_state=seed,
+        )
+        plans = []
+        search._run_all = lambda p, *a, _seen=plans: (_seen.extend(p), [])[1]  # record plans
+        search.fit(X, y)
+        for params, _, _ in plans:
+            total += 1
+            kept += params["learning_rate"] is None  # the estimator's own (default) rate
+            assert params["lam"] in (0.001, 0.01)  # priced settings are always drawn
+    assert total > 15 and 0.25 < kept / total < 0.75
+    with pytest.raises(ValueError, match="default_share"):
+        PrivateRandomSearch(
+            DPLogisticRegression(method="dpsgd"), {"learning_rate": [0.01]}, default_share=1.0
+        ).fit(X, y)
