@@ -357,7 +357,7 @@ def test_default_share_keeps_the_estimators_free_settings_in_that_share_of_runs(
             random_state=seed,
         )
         plans = []
-        search._run_all = lambda p, *a, _seen=plans: (_seen.extend(p), [])[1]  # record plans
+        search._run_all = lambda p, *a, _seen=plans: (_seen.extend(p), ([], None))[1]  # record
         search.fit(X, y)
         for params, _, _ in plans:
             total += 1
@@ -368,3 +368,26 @@ def test_default_share_keeps_the_estimators_free_settings_in_that_share_of_runs(
         PrivateRandomSearch(
             DPLogisticRegression(method="dpsgd"), {"learning_rate": [0.01]}, default_share=1.0
         ).fit(X, y)
+
+
+def test_subsample_search_gives_the_same_model_whatever_n_jobs():
+    X, y = make_classification(n_samples=4000, n_features=6, random_state=5)
+    fits = []
+    for n_jobs in (1, 2):
+        for seed in (0, 1):
+            fits.append(
+                PrivateRandomSearch(
+                    DPLogisticRegression(method="dpsgd", epochs=2),
+                    {"learning_rate": loguniform(1e-3, 1e-1)},
+                    epsilon=2.0,
+                    strategy="subsample",
+                    subsample=0.3,
+                    mu=4.0,
+                    random_state=seed,
+                    n_jobs=n_jobs,
+                ).fit(X, y)
+            )
+    for one, two in zip(fits[:2], fits[2:], strict=True):
+        assert one.best_params_ == two.best_params_ and one.best_score_ == two.best_score_
+        np.testing.assert_array_equal(one.best_estimator_.coef_, two.best_estimator_.coef_)
+        assert one.epsilon_ == two.epsilon_ <= 2.0

@@ -548,7 +548,16 @@ class PrivateRandomSearch(MetaEstimatorMixin, BaseEstimator):
             noise = 0 if not noisy else int(discrete_gaussian(cfg["score_noise"], rng=rng))
             plans.append((params, stream, noise))
         final_stream = rng.spawn(1)[0]
-        runs = self._run_all(plans, run_epsilon, X_train, y_train, validation, k)
+        # with workers to spare, the final run with the estimator's own settings (the
+        # most likely choice) is fitted beside the tuning runs, and kept only if chosen:
+        # the same fit, with the same stream, that would follow them (only the time changes)
+        speculate = None
+        if cfg["strategy"] == "subsample" and not self._relevant_choices():
+            guess = extrapolate({name: own[name] for name in free}, self.estimator, cfg)
+            speculate = (guess, run_epsilon, final_stream, X, y)
+        runs, speculated = self._run_all(
+            plans, run_epsilon, X_train, y_train, validation, k, speculate
+        )
         best = (None, {}, None)
         for score, params, est in runs:  # the first best run wins, as in a sequential scan
             if best[0] is None or score > best[0]:
@@ -559,14 +568,12 @@ class PrivateRandomSearch(MetaEstimatorMixin, BaseEstimator):
             # the full data (K = 0: the estimator's own settings, a data-independent choice)
             self.tuned_params_ = dict(self.best_params_)
             self.best_params_ = extrapolate(self.tuned_params_, self.estimator, cfg)
-            final = clone(self.estimator).set_params(
-                **self.best_params_,
-                epsilon=run_epsilon,
-                delta=self.delta,
-                random_state=final_stream,
-                budget=None,  # the search's event was charged once, before any run
-            )
-            self.best_estimator_ = final.fit(X, y)
+            if speculated is not None and speculate[0] == self.best_params_:
+                self.best_estimator_ = speculated
+            else:
+                self.best_estimator_ = self._final_fit(
+                    self.best_params_, run_epsilon, final_stream, X, y
+                )
         self.n_candidates_ = k
         self.priced_params_ = sorted(self._relevant_choices())
         self.free_params_ = sorted(set(self.param_distributions) - set(self.priced_params_))
@@ -618,25 +625,44 @@ class PrivateRandomSearch(MetaEstimatorMixin, BaseEstimator):
         # subsample's validation part is not released
         return (correct + noise) / max(self._cfg["val_rows"], 1.0), params, est
 
-    def _run_all(self, plans, run_epsilon, X_train, y_train, validation, k):
+    def _final_fit(self, params, run_epsilon, stream, X, y):
+        """The final model on all rows (subsample strategy), on one BLAS thread."""
+        from threadpoolctl import threadpool_limits
+
+        final = clone(self.estimator).set_params(
+            **params,
+            epsilon=run_epsilon,
+            delta=self.delta,
+            random_state=stream,
+            budget=None,  # the search's event was charged once, before any run
+        )
+        with threadpool_limits(limits=1, user_api="blas"):
+            return final.fit(X, y)
+
+    def _run_all(self, plans, run_epsilon, X_train, y_train, validation, k, speculate=None):
+        """(the runs' (score, params, estimator), the speculative final model or None)."""
         n_jobs = 1 if self.n_jobs is None else int(self.n_jobs)
         if n_jobs == 0:
             raise ValueError("n_jobs must be a non-zero integer (or -1 for all cores)")
-        if n_jobs == 1 or k == 1:
+        if n_jobs == 1 or k == 0 or (k == 1 and speculate is None):
             bar = self._progress(k)
             out = []
             for plan in plans:
                 out.append(self._one_run(plan, run_epsilon, X_train, y_train, validation))
                 bar.update(1)
             bar.close()
-            return out
+            return out, None
         from joblib import Parallel, delayed
 
         self._say(f"{k} runs on {n_jobs if n_jobs > 0 else 'all'} workers ...")
-        return Parallel(n_jobs=n_jobs)(
+        tasks = [
             delayed(self._one_run)(plan, run_epsilon, X_train, y_train, validation)
             for plan in plans
-        )
+        ]
+        if speculate is not None:  # first: the longest task starts at once
+            tasks.insert(0, delayed(self._final_fit)(*speculate))
+        out = Parallel(n_jobs=n_jobs)(tasks)
+        return (out[1:], out[0]) if speculate is not None else (out, None)
 
     # -- progress (stderr only; never touches rng or results) --------------------
     def _say(self, message: str) -> None:
