@@ -82,11 +82,13 @@ def test_repeat_and_select_of_our_own_event():
     assert math.isfinite(eps_tnb)
 
 
-def test_auto_uses_pld_for_objpert_and_rdp_refuses_subsampled_objpert():
+def test_auto_uses_pld_for_subsampled_objpert_and_rdp_prices_it_by_the_general_bound():
     sub = PoissonSampledDpEvent(0.1, OP)
     assert PrivacyAccountant().compose(sub).accounting_used == "pld"
-    with pytest.raises(UnsupportedEventError, match="RDP"):
-        PrivacyAccountant("rdp").compose(sub)
+    pld = PrivacyAccountant("pld").compose(sub).get_epsilon(1e-5)
+    rdp = PrivacyAccountant("rdp").compose(sub).get_epsilon(1e-5)  # Zhu-Wang 2019, Thm 6
+    alone = PrivacyAccountant("rdp").compose(OP).get_epsilon(1e-5)
+    assert pld <= rdp < alone  # amplified, and looser than the exact profile
     with pytest.raises(UnsupportedEventError, match="PLD"):
         PrivacyAccountant("pld").compose(tuned_event(OP, 5.0))
 
