@@ -391,3 +391,14 @@ def test_subsample_search_gives_the_same_model_whatever_n_jobs():
         assert one.best_params_ == two.best_params_ and one.best_score_ == two.best_score_
         np.testing.assert_array_equal(one.best_estimator_.coef_, two.best_estimator_.coef_)
         assert one.epsilon_ == two.epsilon_ <= 2.0
+
+
+def test_a_subsample_too_small_for_the_tuning_runs_is_refused_from_public_sizes():
+    X, y = make_classification(n_samples=600, n_features=4, random_state=0)
+    with pytest.raises(ValueError, match="about 48 training rows"):
+        PrivateRandomSearch(
+            DPLogisticRegression(method="dpsgd"),
+            {"learning_rate": [0.01]},
+            strategy="subsample",
+            subsample=0.1,
+        ).fit(X, y)

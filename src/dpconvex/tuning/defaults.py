@@ -34,6 +34,10 @@ STRATEGIES = ("auto", "subsample", "repeat")
 #: smallest expected number of training rows of a tuning run on the subsample; below
 #: it the default strategy is repeat-and-select on all rows
 MIN_TUNING_ROWS = 1000
+#: fewest expected training rows of a tuning run that strategy="subsample" accepts (the
+#: subsample's size is secret: a run must not meet an empty subsample but with negligible
+#: probability, and a refusal must depend on public sizes only)
+MIN_SUBSAMPLE_ROWS = 100
 #: expected rows of the tuning subsample the default rate aims at, and its bounds
 TARGET_TUNING_ROWS = 2500
 MIN_SUBSAMPLE, MAX_SUBSAMPLE = 0.02, 0.5
@@ -100,9 +104,15 @@ def resolve_settings(
             raise ValueError(f"subsample must be in (0, 1), got {q}")
     else:
         q = min(MAX_SUBSAMPLE, max(MIN_SUBSAMPLE, TARGET_TUNING_ROWS / n))
+    rows = q * (1 - (frac if noisy else 0.0)) * n
     if strategy == "auto":
-        rows = q * (1 - (frac if noisy else 0.0)) * n
         strategy = "subsample" if size_free and rows >= MIN_TUNING_ROWS else "repeat"
+    if strategy == "subsample" and rows < MIN_SUBSAMPLE_ROWS:
+        raise ValueError(
+            f"a subsample of {q:g} of {n} rows gives the tuning runs about {rows:.0f} "
+            f"training rows (at least {MIN_SUBSAMPLE_ROWS} are needed); raise subsample or "
+            'use strategy="repeat"'
+        )
     if shape is None:
         # on a subsample K = 0 is harmless (the final model keeps the estimator's own
         # settings) and Poisson K varies least; repeat-and-select must select something
