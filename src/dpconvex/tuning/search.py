@@ -450,7 +450,6 @@ class PrivateRandomSearch(MetaEstimatorMixin, BaseEstimator):
             validation_fraction=self.validation_fraction,
             scoring=self.scoring,
             epsilon=float(self.epsilon),
-            delta=float(self.delta),
             n=n,
             size_free=size_free,
         )
@@ -535,7 +534,8 @@ class PrivateRandomSearch(MetaEstimatorMixin, BaseEstimator):
         # (hyperparameters, the run's own stream, its score noise), so that the runs
         # can go to any number of workers and give the same result
         plans = []
-        free = set(self.param_distributions) - set(self._relevant_choices())
+        priced = sorted(self._relevant_choices())
+        free = sorted(set(self.param_distributions) - set(priced))
         own = self.estimator.get_params()
         for _ in range(k):
             drawn = {name: _draw(space, rng) for name, space in self.param_distributions.items()}
@@ -552,7 +552,7 @@ class PrivateRandomSearch(MetaEstimatorMixin, BaseEstimator):
         # most likely choice) is fitted beside the tuning runs, and kept only if chosen:
         # the same fit, with the same stream, that would follow them (only the time changes)
         speculate = None
-        if cfg["strategy"] == "subsample" and not self._relevant_choices():
+        if cfg["strategy"] == "subsample" and not priced:
             guess = extrapolate({name: own[name] for name in free}, self.estimator, cfg)
             speculate = (guess, run_epsilon, final_stream, X, y)
         runs, speculated = self._run_all(
@@ -575,8 +575,7 @@ class PrivateRandomSearch(MetaEstimatorMixin, BaseEstimator):
                     self.best_params_, run_epsilon, final_stream, X, y
                 )
         self.n_candidates_ = k
-        self.priced_params_ = sorted(self._relevant_choices())
-        self.free_params_ = sorted(set(self.param_distributions) - set(self.priced_params_))
+        self.priced_params_, self.free_params_ = priced, free
         self.strategy_ = cfg["strategy"]
         self.settings_ = {
             key: cfg[key]
