@@ -81,6 +81,18 @@ def test_bad_solver_arguments():
         solve(obj, 0.0)
 
 
+@pytest.mark.parametrize("order", ["C", "F"])
+def test_gram_matrix_reads_either_layout_in_place(order):
+    """A^T A by a rank-k update for row- and column-major blocks (Parquet chunks are F)."""
+    from dpconvex.optim.objective import gram_matrix
+
+    a = np.asarray(np.random.default_rng(3).normal(size=(257, 9)), order=order)
+    got = gram_matrix(a)
+    np.testing.assert_allclose(got, a.T @ a, rtol=1e-12, atol=1e-12)
+    np.testing.assert_array_equal(got, got.T)
+    assert gram_matrix(a[:0]).shape == (9, 9)
+
+
 @pytest.mark.parametrize("sparse", [False, True])
 def test_hessian_matches_hessian_vector_products_and_finite_differences(sparse):
     rng = np.random.default_rng(11)
@@ -128,4 +140,52 @@ def test_warm_start_from_a_subsample_still_certifies_the_full_objective(monkeypa
     assert res.grad_norm <= 1e-9
     ref = solve(PerturbedGLMObjective(X, y, ClippedLoss(LogisticLoss(), 0.8), 2.0, b), 1e-9,
                 method="lbfgs")  # fmt: skip
+    assert np.linalg.norm(res.theta - ref.theta) <= 2e-9 / 2.0
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_subsampled_hessian_is_the_rescaled_hessian_of_every_kth_row(sparse):
+    """Independent check: X_S^T diag(f'') X_S (n/|S|) + lam I for S = rows 0, k, 2k, ..."""
+    rng = np.random.default_rng(12)
+    X, y = _problem(rng, n=1003, d=5)
+    if sparse:
+        X = sp.csr_matrix(np.where(np.abs(X) > 0.3, X, 0.0))
+    loss = ClippedLoss(LogisticLoss(), 0.7)
+    obj = PerturbedGLMObjective(X, y, loss, 1.5)
+    theta = rng.normal(size=6)
+    rows = np.arange(0, 1003, 7)
+    sub = PerturbedGLMObjective(X[rows], y[rows], loss, 1.5 * len(rows) / 1003)
+    expected = sub.hessian(theta) * 1003 / len(rows)
+    np.testing.assert_allclose(obj.hessian(theta, stride=7), expected, rtol=1e-12, atol=1e-12)
+    _, grad, hess = obj.value_gradient_hessian(theta, stride=7)
+    np.testing.assert_allclose(grad, obj.gradient(theta), rtol=1e-14)  # never subsampled
+    np.testing.assert_allclose(hess, expected, rtol=1e-12, atol=1e-12)
+    assert obj.hessian(theta, stride=1) == pytest.approx(obj.hessian(theta), rel=1e-15)
+
+
+def test_first_step_on_a_subsampled_hessian_then_exact_ones(monkeypatch):
+    """From the warm start the first Hessian uses every k-th row, every later one all rows;
+    the point returned is certified on the full objective either way."""
+    import dpconvex.optim.solvers as solvers
+
+    monkeypatch.setattr(solvers, "WARM_START_ROWS", 500)
+    rng = np.random.default_rng(9)
+    X, y = _problem(rng, n=6000, d=10)
+    b = rng.normal(0, 5.0, X.shape[1])
+    obj = PerturbedGLMObjective(X, y, LogisticLoss(), 2.0, b)
+    strides = []
+    original = PerturbedGLMObjective.hessian
+
+    def spy(self, theta, stride=1):
+        if self.n == 6000:
+            strides.append(stride)
+        return original(self, theta, stride)
+
+    monkeypatch.setattr(PerturbedGLMObjective, "hessian", spy)
+    res = solve(obj, 1e-9)
+    assert strides[0] == min(solvers.FIRST_HESSIAN_MAX_STRIDE, 6000 // 500) == 8
+    assert len(strides) >= 2 and set(strides[1:]) == {1}
+    assert res.method == "newton" and res.grad_norm <= 1e-9
+    assert obj.gradient_norm(res.theta) == pytest.approx(res.grad_norm, rel=1e-6, abs=1e-13)
+    ref = solve(PerturbedGLMObjective(X, y, LogisticLoss(), 2.0, b), 1e-9, method="lbfgs")
     assert np.linalg.norm(res.theta - ref.theta) <= 2e-9 / 2.0

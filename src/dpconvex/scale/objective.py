@@ -69,35 +69,44 @@ class RowChunk:
         head = self.xb.T @ (self.f * weights)
         return head if self.c is None else np.append(head, self.c * weights.sum())
 
-    def hessian(self, curvature: np.ndarray) -> np.ndarray:
-        """X~^T diag(curvature) X~ (a BLAS rank-k update on the scaled block)."""
-        weights = np.maximum(curvature, 0.0)
-        root = self.f * np.sqrt(weights)
-        head = np.zeros((self.xb.shape[1], self.xb.shape[1]))
+    def hessian(self, curvature: np.ndarray, stride: int = 1) -> np.ndarray:
+        """X~^T diag(curvature) X~ (a BLAS rank-k update on the scaled block).
+
+        With ``stride`` k > 1, from every k-th row only, times (rows / rows used): the
+        subsampled Hessian of a sub-sampled Newton method (the gradient stays exact).
+        """
+        xb = self.xb[::stride] if stride > 1 else self.xb
+        weights = np.maximum(curvature[::stride], 0.0)
+        scale = self.xb.shape[0] / max(xb.shape[0], 1)
+        f = self.f[::stride]
+        root = f * np.sqrt(weights * scale)
+        head = np.zeros((xb.shape[1], xb.shape[1]))
         step = PerturbedGLMObjective.HESSIAN_BLOCK_ROWS  # the weighted copy stays small
-        for start in range(0, self.xb.shape[0], step):
-            head += gram_matrix(self.xb[start : start + step] * root[start : start + step, None])
+        for start in range(0, xb.shape[0], step):
+            head += gram_matrix(xb[start : start + step] * root[start : start + step, None])
         if self.c is None:
             return head
         d = head.shape[0] + 1
         hess = np.empty((d, d))
         hess[:-1, :-1] = head
-        hess[:-1, -1] = hess[-1, :-1] = self.c * (self.xb.T @ (self.f * weights))
-        hess[-1, -1] = self.c**2 * weights.sum()
+        hess[:-1, -1] = hess[-1, :-1] = self.c * scale * (xb.T @ (f * weights))
+        hess[-1, -1] = self.c**2 * scale * weights.sum()
         return hess
 
-    def value_grad(self, theta, hessian: bool = False) -> np.ndarray:
+    def value_grad(self, theta, hessian: int = 0) -> np.ndarray:
+        """[value, gradient] of the chunk, and the Hessian (row stride ``hessian``) if > 0."""
         u = self.times(theta)
         parts = [
             [self.loss.value(u, *self.args).sum()],
             self.transposed_times(self.loss.derivative(u, *self.args)),
         ]
         if hessian:
-            parts.append(self.hessian(self.loss.second_derivative(u, *self.args)).ravel())
+            curvature = self.loss.second_derivative(u, *self.args)
+            parts.append(self.hessian(curvature, int(hessian)).ravel())
         return np.concatenate(parts)
 
 
-def _chunk_value_grad(xb, yb, theta, loss, rows, hessian=False):
+def _chunk_value_grad(xb, yb, theta, loss, rows, hessian=0):
     return RowChunk(xb, yb, loss, rows).value_grad(theta, hessian)
 
 
@@ -260,12 +269,18 @@ class DaskGLMObjective:
         value = total[0] + 0.5 * self.lam * theta @ theta + self.b @ theta
         return float(value), total[1:] + self.lam * theta + self.b
 
-    def value_gradient_hessian(self, theta, hessian: bool = True):
-        """(F, grad F, Hessian or None) in one pass; the Hessian's partial sums are d x d."""
+    def value_gradient_hessian(self, theta, hessian: bool = True, stride: int = 1):
+        """(F, grad F, Hessian or None) in one pass; the Hessian's partial sums are d x d.
+
+        ``stride`` > 1: the Hessian from every ``stride``-th row of each chunk, rescaled
+        (see :meth:`dpconvex.optim.PerturbedGLMObjective.hessian`); value and gradient
+        use every row.
+        """
         theta = np.asarray(theta, dtype=np.float64)
         d = self.d
         width = 1 + d + (d * d if hessian else 0)
-        total = self._reduce(_chunk_value_grad, width, theta, self.loss, self.source.rows, hessian)
+        stride = max(1, int(stride)) if hessian else 0
+        total = self._reduce(_chunk_value_grad, width, theta, self.loss, self.source.rows, stride)
         value = total[0] + 0.5 * self.lam * theta @ theta + self.b @ theta
         grad = total[1 : 1 + d] + self.lam * theta + self.b
         return float(value), grad, self._regularized(total[1 + d :]) if hessian else None
