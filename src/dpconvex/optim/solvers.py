@@ -176,10 +176,7 @@ def _newton_exact(
     """
     from scipy.linalg import cho_factor, cho_solve
 
-    if first_stride > 1:
-        _, grad, hess = obj.value_gradient_hessian(theta, stride=first_stride)
-    else:
-        _, grad, hess = obj.value_gradient_hessian(theta)
+    _, grad, hess = obj.value_gradient_hessian(theta, stride=first_stride)
     sampled = first_stride > 1  # hess is the subsampled Hessian (until replaced)
     fresh = not sampled  # hess is the exact Hessian at theta
     norm = float(np.linalg.norm(grad))
