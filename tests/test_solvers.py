@@ -189,3 +189,49 @@ def test_first_step_on_a_subsampled_hessian_then_exact_ones(monkeypatch):
     assert obj.gradient_norm(res.theta) == pytest.approx(res.grad_norm, rel=1e-6, abs=1e-13)
     ref = solve(PerturbedGLMObjective(X, y, LogisticLoss(), 2.0, b), 1e-9, method="lbfgs")
     assert np.linalg.norm(res.theta - ref.theta) <= 2e-9 / 2.0
+
+
+def test_out_of_core_newton_refreshes_a_kept_hessian_once_convergence_turns_linear(
+    monkeypatch,
+):
+    """One pass per step (as out of core), on Adult's one-hot rows from a small warm start:
+    whenever a step on a kept Hessian cut ||g|| no more than the step before it, the next
+    pass brings a new exact Hessian (so the following step is quadratic again)."""
+    import dpconvex.optim.solvers as solvers
+    from dpconvex.datasets import load_adult
+    from dpconvex.mechanisms import add_intercept, transform_rows
+
+    X_train, _, y_train, _ = load_adult().split(0.2, seed=0)
+    X = add_intercept(transform_rows(np.asarray(X_train, dtype=float), "normalize", 1.0), 1.0)
+    y = np.where(np.asarray(y_train) == 1, 1.0, -1.0)
+    obj = PerturbedGLMObjective(
+        X, y, LogisticLoss(), 2.65, np.random.default_rng(0).normal(0, 10, 105)
+    )
+    monkeypatch.setattr(solvers, "WARM_START_ROWS", 1000)
+    evaluations = []  # (Hessian stride or 0, ||g||) per pass
+    original = obj.value_gradient_hessian
+
+    def spy(theta, hessian=True, stride=1):
+        out = original(theta, hessian, stride)
+        evaluations.append((stride if hessian else 0, float(np.linalg.norm(out[1]))))
+        return out
+
+    obj.value_gradient_hessian = spy
+    start, stride = solvers._warm_start(obj, np.zeros(105))
+    assert stride == 8
+    theta, passes, norm = solvers._newton_exact(obj, 1e-7, start, 50, one_pass=True,
+                                                first_stride=stride)  # fmt: skip
+    assert norm <= 1e-7 and obj.gradient_norm(theta) == pytest.approx(norm, rel=1e-6)
+    strides, norms = zip(*evaluations, strict=True)
+    assert all(b < a for a, b in zip(norms, norms[1:], strict=False))  # every step accepted
+    assert strides[0] == 8 and strides[1] == 1  # the subsampled Hessian is replaced at once
+    linear_steps = 0
+    for j in range(1, len(norms) - 1):  # the step from point j to j + 1
+        kept = strides[j] != 1  # the step used a Hessian from an earlier point
+        slower = norms[j + 1] / norms[j] >= norms[j] / norms[j - 1]
+        # ... and the pass at j + 1 did not already bring a new one
+        if kept and slower and strides[j + 1] != 1 and j + 2 < len(norms):
+            linear_steps += 1
+            assert strides[j + 2] == 1, evaluations
+    assert linear_steps >= 1, evaluations  # the rule was exercised
+    assert passes <= 6

@@ -160,8 +160,9 @@ def _newton_exact(
     certificate, with no extra evaluation.
 
     The Hessian costs about d/4 times the gradient, so it is kept while it works (the
-    last step cut ||g|| at least tenfold: near the optimum a kept Hessian still gives
-    fast linear convergence) and recomputed otherwise. Out of core (``one_pass``) it
+    last step cut ||g|| at least tenfold, and a step on the kept Hessian cut it more than
+    the step before: near the optimum a kept Hessian still gives fast linear convergence)
+    and recomputed otherwise. Out of core (``one_pass``) it
     rides on the pass that evaluates the next trial point whenever the last step was
     slow, so that no pass is spent on the Hessian alone except after a rejected step.
     (Skipping it on the first trial after the subsample start was measured: 7 passes
@@ -180,27 +181,31 @@ def _newton_exact(
     sampled = first_stride > 1  # hess is the subsampled Hessian (until replaced)
     fresh = not sampled  # hess is the exact Hessian at theta
     norm = float(np.linalg.norm(grad))
-    direction, step, it, ratio = None, 1.0, 0, 1.0
+    direction, step, it, ratio, linear = None, 1.0, 0, 1.0, False
     while norm > tau and it < max_iter:
         if direction is None:
             direction = -cho_solve(cho_factor(hess), grad)
             step = 1.0
         trial = theta + step * direction
-        slow = ratio > 0.1 or sampled  # the next Hessian should be a new, exact one
+        slow = ratio > 0.1 or sampled or linear  # the next Hessian should be a new, exact one
         _, trial_grad, trial_hess = obj.value_gradient_hessian(trial, hessian=one_pass and slow)
         it += 1
         trial_norm = float(np.linalg.norm(trial_grad))
         if trial_norm < norm:
+            # a step on a kept Hessian that cut ||g|| no more than the step before it:
+            # convergence has turned linear, and only a new Hessian makes it quadratic again
+            linear = not fresh and trial_norm / norm >= ratio
             ratio = trial_norm / norm
             theta, grad, norm, direction = trial, trial_grad, trial_norm, None
             if trial_hess is not None:
-                hess, fresh, sampled = trial_hess, True, False
-            elif (ratio > 0.1 or sampled) and norm > tau and not one_pass:
-                hess, fresh, sampled = obj.hessian(theta), True, False
+                hess, fresh, sampled, linear = trial_hess, True, False, False
+            elif (ratio > 0.1 or sampled or linear) and norm > tau and not one_pass:
+                hess, fresh, sampled, linear = obj.hessian(theta), True, False, False
             else:  # keep the Hessian (out of core, the next pass brings a new one if slow)
                 fresh = False
         elif not fresh:  # a kept or subsampled Hessian may be the cause: recompute it here
-            hess, fresh, sampled, direction, ratio = obj.hessian(theta), True, False, None, 1.0
+            hess, fresh, sampled, linear = obj.hessian(theta), True, False, False
+            direction, ratio = None, 1.0
         else:
             step *= 0.5
             if step < 1e-10:  # no step lowers ||g||: float64's floor is reached
