@@ -102,13 +102,13 @@ def test_hessian_matches_hessian_vector_products_and_finite_differences(sparse):
     obj = PerturbedGLMObjective(X, y, ClippedLoss(LogisticLoss(), 0.5), 1.5, rng.normal(size=7))
     theta, v = rng.normal(size=7), rng.normal(size=7)
     obj.HESSIAN_BLOCK_ROWS = 64  # several blocks
-    value, grad, hess = obj.value_gradient_hessian(theta)
+    grad, hess = obj.gradient_hessian(theta)
+    np.testing.assert_allclose(grad, obj.gradient(theta), rtol=1e-14)
     np.testing.assert_allclose(hess, hess.T, atol=1e-12)
     np.testing.assert_allclose(hess @ v, obj.hessian_vector(theta, v), rtol=1e-10, atol=1e-10)
     h = 1e-6  # central difference of the gradient, independent of the Hessian code
     fd = (obj.gradient(theta + h * v) - obj.gradient(theta - h * v)) / (2 * h)
     np.testing.assert_allclose(hess @ v, fd, rtol=1e-5, atol=1e-6)
-    assert value == pytest.approx(obj.value(theta), rel=1e-14)
 
 
 def test_exact_newton_certifies_without_a_second_evaluation():
@@ -157,7 +157,7 @@ def test_subsampled_hessian_is_the_rescaled_hessian_of_every_kth_row(sparse):
     sub = PerturbedGLMObjective(X[rows], y[rows], loss, 1.5 * len(rows) / 1003)
     expected = sub.hessian(theta) * 1003 / len(rows)
     np.testing.assert_allclose(obj.hessian(theta, stride=7), expected, rtol=1e-12, atol=1e-12)
-    _, grad, hess = obj.value_gradient_hessian(theta, stride=7)
+    grad, hess = obj.gradient_hessian(theta, stride=7)
     np.testing.assert_allclose(grad, obj.gradient(theta), rtol=1e-14)  # never subsampled
     np.testing.assert_allclose(hess, expected, rtol=1e-12, atol=1e-12)
     assert obj.hessian(theta, stride=1) == pytest.approx(obj.hessian(theta), rel=1e-15)
@@ -209,14 +209,14 @@ def test_out_of_core_newton_refreshes_a_kept_hessian_once_convergence_turns_line
     )
     monkeypatch.setattr(solvers, "WARM_START_ROWS", 1000)
     evaluations = []  # (Hessian stride or 0, ||g||) per pass
-    original = obj.value_gradient_hessian
+    original = obj.gradient_hessian
 
     def spy(theta, hessian=True, stride=1):
         out = original(theta, hessian, stride)
-        evaluations.append((stride if hessian else 0, float(np.linalg.norm(out[1]))))
+        evaluations.append((stride if hessian else 0, float(np.linalg.norm(out[0]))))
         return out
 
-    obj.value_gradient_hessian = spy
+    obj.gradient_hessian = spy
     start, stride = solvers._warm_start(obj, np.zeros(105))
     assert stride == 8
     theta, passes, norm = solvers._newton_exact(obj, 1e-7, start, 50, one_pass=True,

@@ -159,14 +159,14 @@ class PerturbedGLMObjective:
         hess[np.diag_indices_from(hess)] += self.lam
         return hess
 
-    def value_gradient_hessian(self, theta, hessian: bool = True, stride: int = 1):
-        """(F, grad F, Hessian or None): the interface of the out-of-core objective.
+    def gradient_hessian(self, theta, hessian: bool = True, stride: int = 1):
+        """(grad F, Hessian or None): the interface of the out-of-core objective's pass.
 
         ``stride`` > 1 subsamples the Hessian's rows (see :meth:`hessian`), never the
-        value's or the gradient's.
+        gradient's.
         """
-        value, grad = self.value_and_gradient(theta)
-        return value, grad, self.hessian(theta, stride) if hessian else None
+        grad = self.gradient(theta)
+        return grad, self.hessian(theta, stride) if hessian else None
 
     def subsample(self, m: int) -> PerturbedGLMObjective:
         """The objective on m evenly spaced rows, rescaled to have about the same minimizer.

@@ -177,7 +177,7 @@ def _newton_exact(
     """
     from scipy.linalg import cho_factor, cho_solve
 
-    _, grad, hess = obj.value_gradient_hessian(theta, stride=first_stride)
+    grad, hess = obj.gradient_hessian(theta, stride=first_stride)
     sampled = first_stride > 1  # hess is the subsampled Hessian (until replaced)
     fresh = not sampled  # hess is the exact Hessian at theta
     norm = float(np.linalg.norm(grad))
@@ -188,7 +188,7 @@ def _newton_exact(
             step = 1.0
         trial = theta + step * direction
         slow = ratio > 0.1 or sampled or linear  # the next Hessian should be a new, exact one
-        _, trial_grad, trial_hess = obj.value_gradient_hessian(trial, hessian=one_pass and slow)
+        trial_grad, trial_hess = obj.gradient_hessian(trial, hessian=one_pass and slow)
         it += 1
         trial_norm = float(np.linalg.norm(trial_grad))
         if trial_norm < norm:
@@ -289,7 +289,7 @@ def solve(
     expensive = getattr(obj, "passes_are_expensive", False)  # out of core: each is a pass
     if expensive and method == "svrg":
         raise ValueError("SVRG needs random access to rows; use 'lbfgs' on dask data")
-    exact = hasattr(obj, "value_gradient_hessian") and obj.d <= (
+    exact = hasattr(obj, "gradient_hessian") and obj.d <= (
         EXACT_HESSIAN_MAX_D if expensive else IN_MEMORY_EXACT_MAX_D
     )
     if method in ("auto", "newton") and exact:
