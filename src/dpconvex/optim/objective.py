@@ -150,12 +150,15 @@ class PerturbedGLMObjective:
             weights *= self.n / X.shape[0]
         if sp.issparse(X):
             hess = np.asarray((X.T @ (sp.diags(weights) @ X)).toarray())
-        else:  # in row blocks, so that the weighted copy stays small
+        else:  # in row blocks, so that the weighted copy stays small (and is reused)
             root = np.sqrt(weights)
             hess = np.zeros((self.d, self.d))
+            scratch = np.empty(min(X.shape[0], self.HESSIAN_BLOCK_ROWS) * self.d)
             for start in range(0, X.shape[0], self.HESSIAN_BLOCK_ROWS):
                 stop = start + self.HESSIAN_BLOCK_ROWS
-                hess += gram_matrix(X[start:stop] * root[start:stop, None])
+                block = X[start:stop]
+                weighted = scratch[: block.size].reshape(block.shape)
+                hess += gram_matrix(np.multiply(block, root[start:stop, None], out=weighted))
         hess[np.diag_indices_from(hess)] += self.lam
         return hess
 

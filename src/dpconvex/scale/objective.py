@@ -35,9 +35,9 @@ class RowChunk:
     (:func:`~dpconvex.mechanisms.rows.row_scales`) and, with an intercept, the constant
     c = ``intercept_scaling``. Margins, gradients and Hessians are formed from the raw
     block and f, which is the arithmetic of the in-memory objective on the copied rows
-    up to rounding. Kernels without a Hessian cut each chunk into blocks of
-    :data:`BLOCK_ROWS` rows (:func:`row_blocks`), so that the row norms, the margins and
-    the gradient read a block from the cache, not the chunk three times from memory.
+    up to rounding. The kernels cut each chunk into blocks of :data:`BLOCK_ROWS` rows
+    (:func:`row_blocks`), so that the row norms, the margins, the gradient and the
+    Hessian read a block from the cache, not the chunk several times from memory.
     """
 
     def __init__(self, xb, yb, loss: GLMLoss | None, rows: dict):
@@ -71,21 +71,32 @@ class RowChunk:
         head = self.xb.T @ (self.f * weights)
         return head if self.c is None else np.append(head, self.c * weights.sum())
 
-    def hessian(self, curvature: np.ndarray, stride: int = 1) -> np.ndarray:
+    def hessian(
+        self,
+        curvature: np.ndarray,
+        stride: int = 1,
+        scale: float | None = None,
+        scratch: np.ndarray | None = None,
+    ) -> np.ndarray:
         """X~^T diag(curvature) X~ (a BLAS rank-k update on the scaled block).
 
-        With ``stride`` k > 1, from every k-th row only, times (rows / rows used): the
-        subsampled Hessian of a sub-sampled Newton method (the gradient stays exact).
+        With ``stride`` k > 1, from every k-th row only, times ``scale`` (default: rows /
+        rows used): the subsampled Hessian of a sub-sampled Newton method (the gradient
+        stays exact). ``scratch``: a flat float64 array of at least (rows used) x p
+        numbers for the weighted copy of the block, reused from block to block.
         """
         xb = self.xb[::stride] if stride > 1 else self.xb
+        if scale is None:
+            scale = self.xb.shape[0] / max(xb.shape[0], 1)
         weights = np.maximum(curvature[::stride], 0.0)
-        scale = self.xb.shape[0] / max(xb.shape[0], 1)
         f = self.f[::stride]
         root = f * np.sqrt(weights * scale)
-        head = np.zeros((xb.shape[1], xb.shape[1]))
-        step = PerturbedGLMObjective.HESSIAN_BLOCK_ROWS  # the weighted copy stays small
-        for start in range(0, xb.shape[0], step):
-            head += gram_matrix(xb[start : start + step] * root[start : start + step, None])
+        size, order = xb.size, "F" if xb.strides[0] < xb.strides[1] else "C"
+        if scratch is None or scratch.size < size:
+            scratch = np.empty(size)
+        weighted = scratch[:size].reshape(xb.shape, order=order)  # the block's own layout
+        np.multiply(xb, root[:, None], out=weighted)
+        head = gram_matrix(weighted)
         if self.c is None:
             return head
         d = head.shape[0] + 1
@@ -95,7 +106,14 @@ class RowChunk:
         hess[-1, -1] = self.c**2 * scale * weights.sum()
         return hess
 
-    def value_grad(self, theta, hessian: int = 0, value: bool = True) -> np.ndarray:
+    def value_grad(
+        self,
+        theta,
+        hessian: int = 0,
+        value: bool = True,
+        scale: float | None = None,
+        scratch: np.ndarray | None = None,
+    ) -> np.ndarray:
         """[value (if ``value``), gradient, Hessian (row stride ``hessian``, if > 0)]."""
         u = self.times(theta)
         parts = [self.transposed_times(self.loss.derivative(u, *self.args))]
@@ -103,38 +121,48 @@ class RowChunk:
             parts.insert(0, [self.loss.value(u, *self.args).sum()])
         if hessian:
             curvature = self.loss.second_derivative(u, *self.args)
-            parts.append(self.hessian(curvature, int(hessian)).ravel())
+            parts.append(self.hessian(curvature, int(hessian), scale, scratch).ravel())
         return np.concatenate(parts)
 
 
-#: rows per block when a chunk's kernel needs no Hessian: a 4,096 x 100 float64 block
-#: (3.2 MB) stays in the cache between the sweeps over it (row norms, margins, gradient).
+#: rows per block of a chunk's kernels. A 4,096 x 100 float64 block (3.2 MB) stays in the
+#: cache between the sweeps over it (row norms, margins, gradient, the Hessian's weighted
+#: copy), and the temporaries stay small: dask's workers set MALLOC_TRIM_THRESHOLD_, so
+#: every array above 128 KiB is a fresh mapping whose pages fault on first touch.
 #: Measured in dask workers on 10^7 x 100 Parquet rows (125,000-row chunks): a gradient
-#: pass 5.2-5.9 s in 4,096- or 8,192-row blocks, 6.3-6.7 s in 32,768 rows or whole
-#: chunks. A pass that forms the Hessian was slower in blocks (11.0 s in 4,096 rows,
-#: 9.8-10.2 in 8,192 or 32,768, 9.1-10.2 whole), so it takes the chunk whole.
+#: pass 5.2-5.9 s in 4,096- or 8,192-row blocks, 6.3-6.7 s in 32,768 rows or whole chunks.
 BLOCK_ROWS = 4096
 
 
-def row_blocks(xb, yb, loss: GLMLoss | None, rows: dict, whole: bool = False):
-    """The chunk as :class:`RowChunk` blocks of :data:`BLOCK_ROWS` rows (one if ``whole``)."""
+def row_blocks(xb, yb, loss: GLMLoss | None, rows: dict, multiple: int = 1):
+    """The chunk as :class:`RowChunk` blocks of about :data:`BLOCK_ROWS` rows (a multiple of
+    ``multiple``, so that every k-th row of each block is every k-th row of the chunk)."""
     xb = np.asarray(xb, dtype=np.float64)
     if xb.ndim != 2:
         raise ValueError(f"X must be two-dimensional, got a chunk of shape {xb.shape}")
     yb = np.asarray(yb).ravel()
-    step = max(xb.shape[0], 1) if whole else BLOCK_ROWS
+    step = multiple * -(-BLOCK_ROWS // multiple)
     for start in range(0, max(xb.shape[0], 1), step):
         yield RowChunk(xb[start : start + step], yb[start : start + step], loss, rows)
 
 
 def _chunk_value_grad(xb, yb, theta, loss, rows, hessian=0, value=True):
-    blocks = row_blocks(xb, yb, loss, rows, whole=bool(hessian))
-    return sum(block.value_grad(theta, hessian, value) for block in blocks)
+    stride = max(1, int(hessian))
+    scale = len(xb) / max(-(-len(xb) // stride), 1)  # rows / rows used, in the whole chunk
+    # one scratch array per chunk for the blocks' weighted copies (see BLOCK_ROWS)
+    scratch = np.empty(-(-BLOCK_ROWS // stride) * np.shape(xb)[1]) if hessian else None
+    blocks = row_blocks(xb, yb, loss, rows, stride)
+    return sum(block.value_grad(theta, hessian, value, scale, scratch) for block in blocks)
 
 
 def _chunk_hessian(xb, yb, theta, loss, rows):
-    (chunk,) = row_blocks(xb, yb, loss, rows, whole=True)
-    return chunk.hessian(chunk.loss.second_derivative(chunk.times(theta), *chunk.args)).ravel()
+    scratch = np.empty(BLOCK_ROWS * np.shape(xb)[1])
+    return sum(
+        block.hessian(
+            block.loss.second_derivative(block.times(theta), *block.args), scratch=scratch
+        ).ravel()
+        for block in row_blocks(xb, yb, loss, rows)
+    )
 
 
 def _chunk_hvp(xb, yb, theta, v, loss, rows):
