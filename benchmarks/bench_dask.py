@@ -2,7 +2,8 @@
 
 Run:  python benchmarks/bench_dask.py [--rows 1e6 1e7 5e7] [--formats zarr parquet]
                                       [--chunk-rows 125000] [--data-dir /tmp/dpconvex-bench-data]
-                                      [--float32] [--keep] [--solver auto] [--markdown F]
+                                      [--float32] [--keep] [--solver auto] [--repeats 1]
+                                      [--markdown F]
 
 Data: the logistic model of ``dpconvex.scale.data.synthetic_glm`` (rows N(0, I_d), d = 100;
 labels +-1 with P(y = 1) = sigmoid(3 x.w/||x||)), written ONCE per size and format under
@@ -19,14 +20,15 @@ On a dask.distributed LocalCluster of 2 workers x 1 thread (--worker-memory each
 
 * fit: wall time of ``DPLogisticRegression(epsilon=1.0, classes=[-1, 1], random_state=0)
   .fit(X, y)`` (default method AMP, default solver unless --solver; calibration, the label
-  check and the certificate included), its passes over the data (``n_passes_``) and
-  seconds per pass (fit time / passes);
+  check and the certificate included), --repeats times, its passes over the data
+  (``n_passes_``) and seconds per pass (median fit time / passes);
 * plain pass: the wall time of one plain dask reduction over the same files,
-  ``(X.T @ y).compute()`` (a d-vector, as each pass of the fit computes), measured once
-  just before and once just after the fit in the same run (after an untimed one-chunk
-  warm-up), and the ratio (seconds per fit pass) / (the faster plain pass);
-* peak RSS during the fit: the largest sum of resident set sizes of this process and all
-  its children (the dask nannies and workers), sampled every 0.2 s;
+  ``(X.T @ y).compute()`` (a d-vector, as each pass of the fit computes), measured just
+  before the first fit and just after each (after an untimed one-chunk warm-up), and the
+  ratios (seconds per fit pass) / (the median plain pass) and / (the fastest plain pass):
+  a plain pass over page-cached files varies by 20-50 % from one run to the next here;
+* peak RSS during the fits: the largest sum of resident set sizes of this process and
+  all its children (the dask nannies and workers), sampled every 0.2 s;
 * for sizes up to --in-memory-rows (default 1e6): the same rows loaded with
   ``.compute()`` and fitted in memory with the same seed (so the same noise draws): its
   time, the ratio out-of-core / in-memory, the largest |coefficient difference| (coef_
@@ -229,16 +231,20 @@ def new_model(solver: str) -> DPLogisticRegression:
 def measure(path: Path, fmt: str, n: int, args) -> dict:
     X, y = open_data(path, fmt)
     (X[:1].T @ y[:1].astype(np.float64)).compute()  # warm-up: opens the store, reads 1 chunk
-    out = {"chunks": len(X.chunks[0]), "plain_before": plain_pass(X, y)}
-    model = new_model(args.solver)
+    out = {"chunks": len(X.chunks[0]), "plains": [plain_pass(X, y)], "fits": []}
     out["cached"] = args.cache == "auto" and X.nbytes + y.nbytes <= CACHE_SHARE * _memory()
-    with PeakMemory() as mem:
-        start = time.perf_counter()
-        model.fit(X, y)
-        out["fit"] = time.perf_counter() - start
-    out["plain_after"] = plain_pass(X, y)
-    out["plain"] = min(out["plain_before"], out["plain_after"])
-    out.update(peak=mem.peak, passes=model.n_passes_, n_iter=int(model.n_iter_[0]))
+    peaks = []
+    for _ in range(args.repeats):  # fits and plain passes interleaved
+        model = new_model(args.solver)
+        with PeakMemory() as mem:
+            start = time.perf_counter()
+            model.fit(X, y)
+            out["fits"].append(time.perf_counter() - start)
+        peaks.append(mem.peak)
+        out["plains"].append(plain_pass(X, y))
+    out["fit"] = float(np.median(out["fits"]))
+    out["plain"] = float(np.median(out["plains"]))
+    out.update(peak=max(peaks), passes=model.n_passes_, n_iter=int(model.n_iter_[0]))
     params = model.mechanism_params_
     out["bound"] = 2 * params["tau"] / params["lam"]
     out["tau"], out["lam"] = params["tau"], params["lam"]
@@ -271,11 +277,13 @@ def table_row(n: int, fmt: str, size: int, write: float | None, m: dict) -> str:
     else:
         memory = "- | - | - | -"
     written = "reused" if write is None else f"{write:.1f}"
+    fits = ", ".join(f"{t:.1f}" for t in m["fits"])
+    plains = ", ".join(f"{t:.2f}" for t in m["plains"])
     return (
         f"| {n:.0e} | {fmt} | {'yes' if m['cached'] else 'no'} | {m['chunks']} | "
-        f"{size / 1e9:.2f} | {written} | {m['fit']:.1f} | "
-        f"{m['passes']} | {per_pass:.2f} | {m['plain_before']:.2f}, {m['plain_after']:.2f} | "
-        f"{per_pass / m['plain']:.1f} | "
+        f"{size / 1e9:.2f} | {written} | {fits} | "
+        f"{m['passes']} | {per_pass:.2f} | {plains} | "
+        f"{per_pass / m['plain']:.2f} | {per_pass / min(m['plains']):.2f} | "
         f"{m['fit'] / (n / 1e6):.1f} | {m['peak'] / 2**30:.2f} | {memory} |"
     )
 
@@ -305,6 +313,12 @@ def main() -> None:
         help="dask config dpconvex.cache-rows: keep the rows in the workers' memory when they "
         "fit (auto) or read the files on every pass (never)",
     )
+    parser.add_argument(
+        "--repeats",
+        type=int,
+        default=1,
+        help="fits per size and format, each followed by a plain pass (medians reported)",
+    )
     parser.add_argument("--markdown", help="also write the table as markdown")
     args = parser.parse_args()
     dtype = "float32" if args.float32 else "float64"
@@ -316,11 +330,12 @@ def main() -> None:
         f"OMP_NUM_THREADS={os.environ['OMP_NUM_THREADS']}",
         "",
         "| rows | format | rows kept in memory | chunks | on disk GB | write s | fit s | passes "
-        "| s per pass "
-        "| plain pass s (before, after fit) | per pass / plain | fit s per 1e6 rows | peak RSS GiB "
+        "| s per pass (median fit) "
+        "| plain pass s (before the first fit, after each) | per pass / median plain "
+        "| per pass / fastest plain | fit s per 1e6 rows | peak RSS GiB "
         "| in-memory fit s | out-of-core / in-memory | max abs coef diff (<= 2 tau/lam) "
         "| same event |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     print("\n".join(lines), flush=True)
     dask.config.set({"dpconvex.cache-rows": args.cache == "auto" and "auto"})
@@ -343,10 +358,10 @@ def main() -> None:
                 print(row, flush=True)
     notes = [
         "",
-        "s per pass = fit s / passes (calibration and the label check included); plain pass ="
-        " one (X.T @ y).compute() over the same files, just before and just after the fit; "
-        "per pass / plain uses the faster of the two; on disk = allocated bytes of the data "
-        "set.",
+        "s per pass = median fit s / passes (calibration and the label check included); "
+        "plain pass = one (X.T @ y).compute() over the same files, before the first fit and "
+        "after each; per pass is divided by their median and by the fastest of them; on disk "
+        "= allocated bytes of the data set.",
     ]
     print("\n".join(notes))
     if args.markdown:
