@@ -50,6 +50,21 @@ def gram_matrix(A: np.ndarray) -> np.ndarray:
     return np.triu(upper) + np.triu(upper, 1).T
 
 
+def weighted_gram(A: np.ndarray, root: np.ndarray, scratch: np.ndarray | None = None):
+    """A^T diag(root^2) A for a dense block A, via :func:`gram_matrix` on diag(root) A.
+
+    The weighted copy is written, in A's own layout, into ``scratch`` (a flat float64
+    array of at least A.size numbers that the caller reuses from block to block), so a
+    Hessian accumulated over blocks allocates it once: in dask's workers every large
+    new array is a fresh mapping whose pages fault on first touch.
+    """
+    if scratch is None or scratch.size < A.size:
+        scratch = np.empty(A.size)
+    order = "F" if A.strides[0] < A.strides[1] else "C"
+    weighted = scratch[: A.size].reshape(A.shape, order=order)
+    return gram_matrix(np.multiply(A, root[:, None], out=weighted))
+
+
 class PerturbedGLMObjective:
     """F(theta) = sum_i f(x_i^T theta; y_i) + (lam/2)||theta||^2 + b^T theta.
 
@@ -156,9 +171,7 @@ class PerturbedGLMObjective:
             scratch = np.empty(min(X.shape[0], self.HESSIAN_BLOCK_ROWS) * self.d)
             for start in range(0, X.shape[0], self.HESSIAN_BLOCK_ROWS):
                 stop = start + self.HESSIAN_BLOCK_ROWS
-                block = X[start:stop]
-                weighted = scratch[: block.size].reshape(block.shape)
-                hess += gram_matrix(np.multiply(block, root[start:stop, None], out=weighted))
+                hess += weighted_gram(X[start:stop], root[start:stop], scratch)
         hess[np.diag_indices_from(hess)] += self.lam
         return hess
 

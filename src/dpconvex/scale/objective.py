@@ -7,7 +7,7 @@ import numpy as np
 from ..losses import GLMLoss
 from ..mechanisms._checks import check_labels
 from ..mechanisms.rows import add_intercept, design_bound, row_scales, transform_rows
-from ..optim.objective import PerturbedGLMObjective, clipping_kappa, gram_matrix
+from ..optim.objective import PerturbedGLMObjective, clipping_kappa, weighted_gram
 
 
 def is_dask_array(x) -> bool:
@@ -91,12 +91,7 @@ class RowChunk:
         weights = np.maximum(curvature[::stride], 0.0)
         f = self.f[::stride]
         root = f * np.sqrt(weights * scale)
-        size, order = xb.size, "F" if xb.strides[0] < xb.strides[1] else "C"
-        if scratch is None or scratch.size < size:
-            scratch = np.empty(size)
-        weighted = scratch[:size].reshape(xb.shape, order=order)  # the block's own layout
-        np.multiply(xb, root[:, None], out=weighted)
-        head = gram_matrix(weighted)
+        head = weighted_gram(xb, root, scratch)
         if self.c is None:
             return head
         d = head.shape[0] + 1
