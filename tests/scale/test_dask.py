@@ -67,9 +67,9 @@ def test_one_pass_hessian_matches_in_memory_for_either_chunk_layout(
     """Gradient and Hessian of one pass equal the in-memory ones, whatever the chunks'
     memory layout (Parquet chunks arrive column-major, Zarr's row-major) and whether the
     kernels take a chunk as one block or several."""
-    import dpconvex.scale.objective as scale_objective
+    import dpconvex.mechanisms.row_kernels as row_kernels
 
-    monkeypatch.setattr(scale_objective, "BLOCK_ROWS", block_rows)
+    monkeypatch.setattr(row_kernels, "BLOCK_ROWS", block_rows)
     X, y = data
     rows = {"row_norm": "clip", "row_bound": 2.0, "fit_intercept": True, "intercept_scaling": 1.0}
     Xt = add_intercept(transform_rows(X, "clip", 2.0), 1.0)

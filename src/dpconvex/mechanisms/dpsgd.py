@@ -139,9 +139,9 @@ class _SparseRows(_DenseAllRows):
         )
         margins[per_row == 0] = 0.0  # reduceat returns the next entry for an empty row
         w = _clipped_weights(margins, self.y[rows, 0], self.norms[rows, 0], self.loss, self.clip)
-        return np.bincount(
-            flat, weights=np.repeat(w, per_row) * sub.data, minlength=runs * d
-        ).reshape(runs, d)
+        sums = np.bincount(flat, weights=np.repeat(w, per_row) * sub.data, minlength=runs * d)
+        # (numpy's bincount returns integers when nothing is counted: an empty batch)
+        return sums.astype(np.float64, copy=False).reshape(runs, d)
 
 
 class _SourceFullBatch:

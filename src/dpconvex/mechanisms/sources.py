@@ -18,13 +18,20 @@ reduces it there. Mechanisms accept either a source (with ``y=None``) or the arr
 
 from __future__ import annotations
 
+import copy
 import math
 from typing import Protocol, runtime_checkable
 
 import numpy as np
+import scipy.sparse as sp
 
+from .._arrays import row_norms
 from ..losses import GLMLoss
 from ._checks import check_labels, check_rows
+
+#: dense rows with at most this fraction of non-zeros (one-hot designs such as Adult:
+#: ~15 of 105 entries per row) are evaluated on the CSR design, by PerturbedGLMObjective
+SPARSE_DENSITY = 0.3
 
 
 @runtime_checkable
@@ -46,28 +53,130 @@ class InMemoryRows:
     """A numpy array or CSR matrix ``X`` (rows of norm <= ``row_bound``, checked) and ``y``.
 
     The labels are checked against ``loss`` (finite; +-1 for a classification loss).
+    :meth:`from_raw` builds the source from *raw* rows and a row policy instead, as the
+    estimators do: dense rows are then never copied into a transformed design; every
+    evaluation of the objective is one pass of the row kernels over the raw array
+    (:mod:`dpconvex.mechanisms.row_kernels`, the kernels of the dask source), which
+    reads each block of rows from memory once. A mechanism that needs random access
+    to the transformed rows (DP-SGD's batches, SVRG) gets them from :meth:`design`,
+    built on first use.
     """
+
+    #: an evaluation is a pass over rows in memory: solvers weigh arithmetic, not passes
+    passes_are_expensive = False
 
     def __init__(self, X, y, loss: GLMLoss | None, row_bound: float):
         check_rows(X, row_bound)
-        self.X = X
+        X = _stored(X)
+        self._init(X, y, loss, row_bound, _identity(row_bound))
+
+    def _init(self, X, y, loss, row_bound: float, rows: dict) -> None:
         self.y = check_labels(loss, y) if loss is not None else np.asarray(y, dtype=np.float64)
         if self.y.ndim != 1 or self.y.shape[0] != X.shape[0]:
             raise ValueError(
                 f"y must be one-dimensional with {X.shape[0]} entries, got shape {self.y.shape}"
             )
-        self.n, self.d = X.shape
+        self.raw, self.rows = X, dict(rows)
+        self.n = X.shape[0]
+        self.d = X.shape[1] + int(bool(rows["fit_intercept"]))
         self.row_bound = float(row_bound)
         self.passes = 0
+        # the design, once built, is shared by the copies of with_labels
+        self._built = {"design": X} if rows["row_norm"] is None else {}
+
+    def with_labels(self, y) -> InMemoryRows:
+        """The same rows with other labels (one-vs-rest problems share the rows)."""
+        y = np.asarray(y, dtype=np.float64)
+        if y.shape != self.y.shape:
+            raise ValueError(f"y must have shape {self.y.shape}, got {y.shape}")
+        if not np.all(np.isfinite(y)):
+            raise ValueError("y contains NaN or infinity")
+        source = copy.copy(self)
+        source.y, source.passes = y, 0
+        return source
+
+    @classmethod
+    def from_raw(
+        cls,
+        X,
+        y,
+        loss: GLMLoss | None = None,
+        *,
+        row_norm: str,
+        row_bound: float,
+        fit_intercept: bool,
+        intercept_scaling: float = 1.0,
+    ) -> InMemoryRows:
+        """Raw rows under the row policy (and the intercept column): the estimators' source.
+
+        Rows above ``row_bound`` under ``row_norm="error"`` raise here, before any
+        evaluation. A CSR ``X`` gets its transformed design now (cheap to build).
+        """
+        from .rows import design_bound, design_rows, row_scales
+
+        rows = {
+            "row_norm": row_norm,
+            "row_bound": row_bound,
+            "fit_intercept": fit_intercept,
+            "intercept_scaling": intercept_scaling,
+        }
+        bound = design_bound(row_norm, row_bound, fit_intercept, intercept_scaling)
+        X = _stored(X)
+        if sp.issparse(X):  # the transformed CSR design, built now
+            X = design_rows(X, row_norm, row_bound, fit_intercept, intercept_scaling)
+            rows = _identity(bound)
+        else:
+            if X.ndim != 2:
+                raise ValueError(f"X must be two-dimensional, got shape {X.shape}")
+            # checks the policy, and refuses rows above the bound under "error" now
+            row_scales(row_norms(X) if row_norm == "error" else np.zeros(0), row_norm, row_bound)
+        source = cls.__new__(cls)
+        source._init(X, y, loss, bound, rows)
+        return source
+
+    @property
+    def X(self):
+        """The mechanism's rows (the transformed design), built on first use."""
+        return self.design()
+
+    def design(self):
+        """The transformed rows as one array: random access for DP-SGD's batches and SVRG."""
+        if "design" not in self._built:
+            from .rows import design_rows
+
+            r = self.rows
+            self._built["design"] = design_rows(
+                self.raw, r["row_norm"], r["row_bound"], r["fit_intercept"], r["intercept_scaling"]
+            )
+        return self._built["design"]
+
+    def reduce(self, fn, width: int, *args) -> np.ndarray:
+        """One pass: ``fn(X, y, *args)``, the kernel of :mod:`~.row_kernels` on the one chunk."""
+        self.passes += 1
+        return np.asarray(fn(self.raw, self.y, *args), dtype=np.float64)
+
+    def subsample(self, m: int) -> InMemoryRows:
+        """m evenly spaced rows as a source of the same kind (Newton's starting point)."""
+        keep = np.linspace(0, self.n - 1, min(m, self.n)).astype(np.int64)
+        source = type(self).__new__(type(self))
+        source._init(self.raw[keep], self.y[keep], None, self.row_bound, self.rows)
+        return source
 
     def objective(self, loss: GLMLoss, lam: float, b: np.ndarray | None = None):
-        from ..optim import PerturbedGLMObjective
+        """The perturbed objective: by the row kernels on dense rows, on the CSR design else.
 
-        return PerturbedGLMObjective(self.X, self.y, loss, lam, b)
+        Dense rows that are mostly zeros (one-hot designs) get the CSR design too.
+        """
+        if sp.issparse(self.raw) or _mostly_zeros(self.raw):
+            from ..optim import PerturbedGLMObjective
+
+            return PerturbedGLMObjective(self.design(), self.y, loss, lam, b)
+        from .row_objective import RowSourceObjective
+
+        return RowSourceObjective(self, loss, lam, b)
 
     def clipped_gradient_sum(self, theta: np.ndarray, loss: GLMLoss, clip: float) -> np.ndarray:
         from .dpsgd import clipped_gradient_sum
-        from .rows import row_norms
 
         self.passes += 1
         return clipped_gradient_sum(self.X, self.y, row_norms(self.X), loss, theta, clip)
@@ -77,6 +186,28 @@ class InMemoryRows:
 
         self.passes += 1
         return sufficient_statistics(self.X, self.y)
+
+
+def _identity(row_bound: float) -> dict:
+    """The row policy of rows that already are the mechanism's (no factor, no intercept)."""
+    return {
+        "row_norm": None,
+        "row_bound": float(row_bound),
+        "fit_intercept": False,
+        "intercept_scaling": 1.0,
+    }
+
+
+def _stored(X):
+    """X as the source keeps it: CSR or a dense array, in float64."""
+    if sp.issparse(X):
+        return sp.csr_matrix(X, dtype=np.float64)
+    return np.asarray(X, dtype=np.float64)
+
+
+def _mostly_zeros(X) -> bool:
+    """A dense array with at most :data:`SPARSE_DENSITY` non-zeros (one-hot designs)."""
+    return bool(X.size) and np.count_nonzero(X) <= SPARSE_DENSITY * X.size
 
 
 def as_rows(X, y, loss: GLMLoss | None, row_bound: float) -> RowSource:

@@ -46,7 +46,8 @@ from .._arrays import row_norms
 from .._random import make_rng
 from ..accounting import MAX_EPSILON, MIN_EPSILON, PrivacyAccountant, pld_grid
 from ..losses import HuberLoss, LogisticLoss, SquaredLoss
-from ..mechanisms import design_bound, design_rows, transform_rows
+from ..mechanisms import design_bound, transform_rows
+from ..mechanisms.sources import InMemoryRows
 from ..optim import SOLVERS
 from ..plans import PLANS, Plan, PlanInputs
 from ..scale.objective import is_dask_array
@@ -188,8 +189,16 @@ class _DPLinearModel(BaseEstimator):
         else:
             if self.row_norm == "clip":
                 warn_if_clipped(row_norms(X), self.row_bound, what="rows", setting="row_bound")
-            Xt = design_rows(
-                X, self.row_norm, self.row_bound, self.fit_intercept, self.intercept_scaling
+            # raw rows and the row policy: dense rows are read in place by every pass
+            # (never copied into a transformed design); "error" refuses here, before
+            # anything is charged
+            in_memory = InMemoryRows.from_raw(
+                X,
+                targets[0],
+                row_norm=self.row_norm,
+                row_bound=self.row_bound,
+                fit_intercept=self.fit_intercept,
+                intercept_scaling=self.intercept_scaling,
             )
         # spend before release: the planned event is charged before the mechanism runs
         charge(
@@ -202,7 +211,7 @@ class _DPLinearModel(BaseEstimator):
         if is_dask_array(X):  # the same mechanism, reading a dask row source
             releases = [run(source(self, X, t), None, rng) for t in targets]
         else:
-            releases = [run(Xt, t, rng) for t in targets]
+            releases = [run(in_memory.with_labels(t), None, rng) for t in targets]
         if any(r.event != planned for r in releases):  # the accounting must match the run
             raise RuntimeError("mechanism event differs from the calibrated plan; not released")
         self.mechanism_params_ = params

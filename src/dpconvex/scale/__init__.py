@@ -7,6 +7,6 @@ The privacy accounting is the in-memory one: same events, same calibration, same
 certificate.
 """
 
-from .objective import DaskGLMObjective, DaskRows, is_dask_array
+from .objective import DaskRows, is_dask_array
 
-__all__ = ["DaskGLMObjective", "DaskRows", "is_dask_array"]
+__all__ = ["DaskRows", "is_dask_array"]

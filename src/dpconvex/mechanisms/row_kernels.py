@@ -1,0 +1,182 @@
+"""Row kernels in cache blocks: what every pass over dense rows computes, wherever they live.
+
+A mechanism's rows are raw rows under the row policy and the intercept column
+(:mod:`dpconvex.mechanisms.rows`). The kernels here read a block of *raw* rows and the
+policy's per-row factors, never a transformed copy, and work through it in blocks of
+:data:`BLOCK_ROWS` rows. Each ``chunk_*`` function takes one chunk (an in-memory array
+is one chunk; a dask array's row chunks are many) and returns its partial sums; the
+row sources add them (:class:`dpconvex.mechanisms.sources.InMemoryRows`,
+:class:`dpconvex.scale.DaskRows`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..losses import GLMLoss
+from ..optim.objective import clipping_kappa, weighted_gram
+from ._checks import check_labels
+from .rows import row_scales
+
+
+class RowChunk:
+    """A block of raw rows as the mechanism sees them, without copying the block.
+
+    The transformed row is (f_i x_i, c): the row policy's factor f_i
+    (:func:`~dpconvex.mechanisms.rows.row_scales`) and, with an intercept, the constant
+    c = ``intercept_scaling``; ``rows["row_norm"]`` None means the rows are already the
+    mechanism's (f_i = 1). Margins, gradients and Hessians are formed from the raw block
+    and f, which is the arithmetic of :class:`~dpconvex.optim.PerturbedGLMObjective` on
+    the copied rows up to rounding. The kernels cut each chunk into blocks of
+    :data:`BLOCK_ROWS` rows (:func:`row_blocks`), so that the row norms, the margins, the
+    gradient and the Hessian read a block from the cache, not the chunk several times from memory.
+    """
+
+    def __init__(self, xb, yb, loss: GLMLoss | None, rows: dict):
+        xb = np.asarray(xb, dtype=np.float64)
+        if xb.ndim != 2:
+            raise ValueError(f"X must be two-dimensional, got a chunk of shape {xb.shape}")
+        squares = np.einsum("ij,ij->i", xb, xb)
+        if not np.all(np.isfinite(squares)) and not np.all(np.isfinite(xb)):
+            raise ValueError("X contains NaN or infinity")
+        norms = np.sqrt(squares)
+        self.xb = xb
+        if rows["row_norm"] is None:
+            self.f = np.ones_like(norms)
+        else:
+            self.f = row_scales(norms, rows["row_norm"], rows["row_bound"])
+        self.c = float(rows["intercept_scaling"]) if rows["fit_intercept"] else None
+        scaled = norms * self.f
+        self.norms = scaled if self.c is None else np.sqrt(scaled**2 + self.c**2)
+        if loss is None:
+            self.y, self.loss, self.args = np.asarray(yb, dtype=np.float64).ravel(), None, ()
+            return
+        self.y = check_labels(loss, np.asarray(yb).ravel())
+        self.loss, kappa = clipping_kappa(loss, self.norms)
+        self.args = (self.y,) if kappa is None else (self.y, kappa)
+
+    def times(self, theta: np.ndarray) -> np.ndarray:
+        """X~ theta for the transformed rows X~."""
+        if self.c is None:
+            return self.f * (self.xb @ theta)
+        return self.f * (self.xb @ theta[:-1]) + self.c * theta[-1]
+
+    def transposed_times(self, weights: np.ndarray) -> np.ndarray:
+        """X~^T weights."""
+        head = self.xb.T @ (self.f * weights)
+        return head if self.c is None else np.append(head, self.c * weights.sum())
+
+    def hessian(
+        self,
+        curvature: np.ndarray,
+        stride: int = 1,
+        scale: float | None = None,
+        scratch: np.ndarray | None = None,
+    ) -> np.ndarray:
+        """X~^T diag(curvature) X~ (a BLAS rank-k update on the scaled block).
+
+        With ``stride`` k > 1, from every k-th row only, times ``scale`` (default: rows /
+        rows used): the subsampled Hessian of a sub-sampled Newton method (the gradient
+        stays exact). ``scratch``: a flat float64 array of at least (rows used) x p
+        numbers for the weighted copy of the block, reused from block to block.
+        """
+        xb = self.xb[::stride] if stride > 1 else self.xb
+        if scale is None:
+            scale = self.xb.shape[0] / max(xb.shape[0], 1)
+        weights = np.maximum(curvature[::stride], 0.0)
+        f = self.f[::stride]
+        root = f * np.sqrt(weights * scale)
+        head = weighted_gram(xb, root, scratch)
+        if self.c is None:
+            return head
+        d = head.shape[0] + 1
+        hess = np.empty((d, d))
+        hess[:-1, :-1] = head
+        hess[:-1, -1] = hess[-1, :-1] = self.c * scale * (xb.T @ (f * weights))
+        hess[-1, -1] = self.c**2 * scale * weights.sum()
+        return hess
+
+    def value_grad(
+        self,
+        theta,
+        hessian: int = 0,
+        value: bool = True,
+        scale: float | None = None,
+        scratch: np.ndarray | None = None,
+    ) -> np.ndarray:
+        """[value (if ``value``), gradient, Hessian (row stride ``hessian``, if > 0)]."""
+        u = self.times(theta)
+        parts = [self.transposed_times(self.loss.derivative(u, *self.args))]
+        if value:
+            parts.insert(0, [self.loss.value(u, *self.args).sum()])
+        if hessian:
+            curvature = self.loss.second_derivative(u, *self.args)
+            parts.append(self.hessian(curvature, int(hessian), scale, scratch).ravel())
+        return np.concatenate(parts)
+
+
+#: rows per block of a chunk's kernels. A 4,096 x 100 float64 block (3.2 MB) stays in the
+#: cache between the sweeps over it (row norms, margins, gradient, the Hessian's weighted
+#: copy), and the temporaries stay small: dask's workers set MALLOC_TRIM_THRESHOLD_, so
+#: every array above 128 KiB is a fresh mapping whose pages fault on first touch.
+#: Measured in dask workers on 10^7 x 100 Parquet rows (125,000-row chunks): a gradient
+#: pass 5.2-5.9 s in 4,096- or 8,192-row blocks, 6.3-6.7 s in 32,768 rows or whole chunks.
+BLOCK_ROWS = 4096
+
+
+def row_blocks(xb, yb, loss: GLMLoss | None, rows: dict, multiple: int = 1):
+    """The chunk as :class:`RowChunk` blocks of about :data:`BLOCK_ROWS` rows (a multiple of
+    ``multiple``, so that every k-th row of each block is every k-th row of the chunk)."""
+    xb = np.asarray(xb, dtype=np.float64)
+    if xb.ndim != 2:
+        raise ValueError(f"X must be two-dimensional, got a chunk of shape {xb.shape}")
+    yb = np.asarray(yb).ravel()
+    step = multiple * -(-BLOCK_ROWS // multiple)
+    for start in range(0, max(xb.shape[0], 1), step):
+        yield RowChunk(xb[start : start + step], yb[start : start + step], loss, rows)
+
+
+def chunk_value_grad(xb, yb, theta, loss, rows, hessian=0, value=True):
+    stride = max(1, int(hessian))
+    scale = len(xb) / max(-(-len(xb) // stride), 1)  # rows / rows used, in the whole chunk
+    # one scratch array per chunk for the blocks' weighted copies (see BLOCK_ROWS)
+    scratch = np.empty(-(-BLOCK_ROWS // stride) * np.shape(xb)[1]) if hessian else None
+    blocks = row_blocks(xb, yb, loss, rows, stride)
+    return sum(block.value_grad(theta, hessian, value, scale, scratch) for block in blocks)
+
+
+def chunk_hessian(xb, yb, theta, loss, rows, stride=1):
+    stride = max(1, int(stride))
+    scale = len(xb) / max(-(-len(xb) // stride), 1)  # rows / rows used, in the whole chunk
+    scratch = np.empty(-(-BLOCK_ROWS // stride) * np.shape(xb)[1])
+    return sum(
+        block.hessian(
+            block.loss.second_derivative(block.times(theta), *block.args),
+            stride,
+            scale,
+            scratch,
+        ).ravel()
+        for block in row_blocks(xb, yb, loss, rows, stride)
+    )
+
+
+def chunk_hvp(xb, yb, theta, v, loss, rows):
+    return sum(
+        block.transposed_times(
+            block.loss.second_derivative(block.times(theta), *block.args) * block.times(v)
+        )
+        for block in row_blocks(xb, yb, loss, rows)
+    )
+
+
+def chunk_clipped_sum(xb, yb, theta, loss, clip, rows):
+    from .dpsgd import _clipped_weights
+
+    return sum(
+        block.transposed_times(
+            _clipped_weights(
+                block.times(theta), check_labels(loss, block.y), block.norms, loss, clip
+            )
+        )
+        for block in row_blocks(xb, yb, None, rows)
+    )

@@ -1,0 +1,111 @@
+"""The perturbed GLM objective over a row source: every evaluation is one pass of row kernels."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..losses import GLMLoss
+from .row_kernels import chunk_hessian, chunk_hvp, chunk_value_grad
+
+
+class RowSourceObjective:
+    """F(theta) = sum_i f(x_i~^T theta; y_i) + (lam/2)||theta||^2 + b^T theta over a row source.
+
+    Built by the sources' ``objective`` method (dense rows in memory, or dask chunks).
+    The source adds the partial sums of the kernels of
+    :mod:`dpconvex.mechanisms.row_kernels` over its chunks (``source.reduce``), so the
+    transformed rows x_i~ are never copied. Every evaluation is one pass over the rows
+    (counted in ``passes``); gradients and the certificate are computed in float64 on
+    the full objective. ``passes_are_expensive`` (the source's) tells the solvers to
+    minimize passes out of core: Newton with the d x d Hessian formed in the gradient's
+    pass for moderate d, L-BFGS otherwise.
+    """
+
+    #: the pass that computes the gradient also forms the Hessian from the margins it
+    #: has, for less than a separate Hessian: Newton asks for it there (solvers.solve)
+    hessian_rides_on_pass = True
+
+    def __init__(self, source, loss: GLMLoss, lam: float, b: np.ndarray | None = None):
+        self.source = source
+        self.n, self.d = source.n, source.d
+        self.loss = loss
+        self.lam = float(lam)
+        self.b = np.zeros(self.d) if b is None else np.asarray(b, dtype=np.float64)
+        self.passes_are_expensive = bool(source.passes_are_expensive)
+        self.passes = 0
+        self.grad_evals = 0
+
+    def _reduce(self, fn, width: int, *args) -> np.ndarray:
+        self.passes += 1
+        self.grad_evals += self.n
+        return self.source.reduce(fn, width, *args)
+
+    def value_and_gradient(self, theta) -> tuple[float, np.ndarray]:
+        theta = np.asarray(theta, dtype=np.float64)
+        total = self._reduce(chunk_value_grad, self.d + 1, theta, self.loss, self.source.rows)
+        value = total[0] + 0.5 * self.lam * theta @ theta + self.b @ theta
+        return float(value), total[1:] + self.lam * theta + self.b
+
+    def gradient_hessian(self, theta, hessian: bool = True, stride: int = 1):
+        """(grad F, Hessian or None) in one pass; the Hessian's partial sums are d x d.
+
+        The loss value is not computed (Newton steers by the gradient alone). ``stride``
+        > 1: the Hessian from every ``stride``-th row of each chunk, rescaled (see
+        :meth:`dpconvex.optim.PerturbedGLMObjective.hessian`); the gradient uses every row.
+        """
+        theta = np.asarray(theta, dtype=np.float64)
+        d = self.d
+        width = d + (d * d if hessian else 0)
+        stride = max(1, int(stride)) if hessian else 0
+        total = self._reduce(
+            chunk_value_grad, width, theta, self.loss, self.source.rows, stride, False
+        )
+        grad = total[:d] + self.lam * theta + self.b
+        return grad, self._regularized(total[d:]) if hessian else None
+
+    def subsample(self, m: int):
+        """The objective on m of the rows (the source chooses which), rescaled.
+
+        See :meth:`dpconvex.optim.PerturbedGLMObjective.subsample`; only a starting point.
+        """
+        sub = self.source.subsample(m)
+        share = sub.n / self.n
+        return sub.objective(self.loss, self.lam * share, self.b * share)
+
+    def hessian(self, theta, stride: int = 1) -> np.ndarray:
+        """The d x d Hessian alone (one pass); ``stride`` as in :meth:`gradient_hessian`."""
+        theta = np.asarray(theta, dtype=np.float64)
+        total = self._reduce(
+            chunk_hessian, self.d * self.d, theta, self.loss, self.source.rows, stride
+        )
+        return self._regularized(total)
+
+    def _regularized(self, flat: np.ndarray) -> np.ndarray:
+        hess = flat.reshape(self.d, self.d)
+        hess[np.diag_indices_from(hess)] += self.lam
+        return hess
+
+    def value(self, theta) -> float:
+        return self.value_and_gradient(theta)[0]
+
+    def gradient(self, theta) -> np.ndarray:
+        return self.gradient_hessian(theta, hessian=False)[0]
+
+    def hessian_vector(self, theta, v) -> np.ndarray:
+        theta = np.asarray(theta, dtype=np.float64)
+        v = np.asarray(v, dtype=np.float64)
+        return self._reduce(chunk_hvp, self.d, theta, v, self.loss, self.source.rows) + self.lam * v
+
+    def gradient_norm(self, theta) -> float:
+        """||grad F(theta)||_2 in float64 on the full objective: the certificate."""
+        return float(np.linalg.norm(self.gradient(theta)))
+
+    def random_access(self):
+        """The same objective on rows held in memory (for SVRG's random mini-batches)."""
+        if not hasattr(self.source, "design"):
+            raise ValueError("SVRG needs random access to rows; use 'lbfgs' on dask data")
+        from ..optim import PerturbedGLMObjective
+
+        return PerturbedGLMObjective(
+            self.source.design(), self.source.y, self.loss, self.lam, self.b
+        )
