@@ -220,3 +220,20 @@ def test_row_policies():
     assert design_bound("clip", 3.0, False, 1.0) == 3.0
     with pytest.raises(ValueError, match="row_norm"):
         transform_rows(X, "scale", 1.0)
+
+
+@pytest.mark.parametrize("runs", [1, 3])
+def test_dpsgd_on_csr_rows_survives_empty_batches(runs):
+    """A Poisson batch can be empty; the sparse kernel's sum is then zeros, not integers
+    (numpy's bincount returns integers when it counts nothing)."""
+    from dpconvex.mechanisms import dpsgd_runs
+
+    rng = np.random.default_rng(0)
+    X = sp.csr_matrix(np.where(rng.random((40, 5)) < 0.3, 0.4, 0.0))
+    y = np.where(rng.random(40) < 0.5, 1.0, -1.0)
+    theta = dpsgd_runs(
+        X, y, "logistic", noise_multiplier=1.0, clip=0.5, sampling_rate=1e-3, steps=3,
+        learning_rates=np.full(runs, 0.1), optimizer="sgd", lam=0.0, row_bound=1.0,
+        rng=np.random.default_rng(1),
+    )  # fmt: skip
+    assert theta.shape == (runs, 5) and theta.dtype == np.float64 and np.all(np.isfinite(theta))

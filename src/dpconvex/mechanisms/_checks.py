@@ -28,7 +28,7 @@ def check_labels(loss: GLMLoss, y: np.ndarray) -> np.ndarray:
         raise ValueError(f"y must be one-dimensional, got shape {y.shape}")
     if not np.all(np.isfinite(y)):
         raise ValueError("y contains NaN or infinity")
-    if loss.binary and not np.all(np.isin(y, (-1.0, 1.0))):
+    if loss.binary and not np.all(np.abs(y) == 1.0):  # +-1 only
         raise ValueError(f"{loss.name} loss needs labels in {{-1, +1}}")
     return y
 
