@@ -273,3 +273,20 @@ def test_out_of_core_newton_refreshes_a_kept_hessian_once_convergence_turns_line
             assert strides[j + 2] == 1, evaluations
     assert linear_steps >= 1, evaluations  # the rule was exercised
     assert passes <= 6
+
+
+def test_bfgs_update_satisfies_the_secant_equation_and_stays_positive_definite():
+    """Independent check of the formula: H+ s = y, symmetric, positive definite."""
+    import dpconvex.optim.solvers as solvers
+
+    rng = np.random.default_rng(13)
+    A = rng.normal(size=(6, 6))
+    hess = A @ A.T + np.eye(6)
+    s = rng.normal(size=6)
+    y = (hess + 0.3 * np.diag(rng.random(6))) @ s  # curvature grew along s: y^T s > 0
+    new = solvers._bfgs_update(hess, s, y)
+    np.testing.assert_allclose(new @ s, y, rtol=1e-10)
+    np.testing.assert_allclose(new, new.T, atol=1e-12)
+    assert np.linalg.eigvalsh(new).min() > 0
+    assert np.linalg.matrix_rank(new - hess, tol=1e-9) == 2  # a rank-2 change
+    assert solvers._bfgs_update(hess, s, -y) is hess  # y^T s <= 0: not a convex step
