@@ -118,6 +118,22 @@ def test_mostly_zero_and_sparse_rows_use_the_csr_design():
         np.testing.assert_allclose(obj.gradient(theta), ref.gradient(theta), rtol=1e-12)
 
 
+def test_rows_wider_than_the_exact_hessian_limit_use_the_design():
+    """Beyond IN_MEMORY_EXACT_MAX_D Newton multiplies by the Hessian many times at one
+    point: the design's objective, which keeps that point's curvature, serves them."""
+    from dpconvex.optim.solvers import IN_MEMORY_EXACT_MAX_D
+
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(50, IN_MEMORY_EXACT_MAX_D))
+    y = np.where(rng.random(50) < 0.5, 1.0, -1.0)
+    wide = InMemoryRows.from_raw(X, y, row_norm="normalize", row_bound=1.0, fit_intercept=True)
+    narrow = InMemoryRows.from_raw(
+        X[:, :-1], y, row_norm="normalize", row_bound=1.0, fit_intercept=True
+    )
+    assert isinstance(wide.objective(LogisticLoss(), 1.0), PerturbedGLMObjective)
+    assert isinstance(narrow.objective(LogisticLoss(), 1.0), RowSourceObjective)
+
+
 def test_estimator_fit_is_amp_on_the_copied_design_for_the_same_noise():
     """The estimator reads the raw rows; amp() on the design copy, same seed, same release
     up to the certificate: both minimizers of the same perturbed objective within tau/lam."""
