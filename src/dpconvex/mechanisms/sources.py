@@ -166,11 +166,11 @@ class InMemoryRows:
         """The perturbed objective: by the row kernels on dense rows, on the design else.
 
         Dense rows that are mostly zeros (one-hot designs) get the CSR design; rows wider
-        than the solvers' exact-Hessian limit get the dense design (``IN_MEMORY_EXACT_MAX_D``): there
-        Newton multiplies by the Hessian many times at one point, and the design's
-        objective keeps that point's curvature (two sweeps per product, against four for
-        the kernels, which start from the raw rows: a fit on 2,000 x 2,000 rows took
-        1.7x as long through them).
+        than the solvers' exact-Hessian limit (``IN_MEMORY_EXACT_MAX_D``) get the dense
+        design: there Newton multiplies by the Hessian many times at one point, and the
+        design's objective keeps that point's curvature (two sweeps per product, against
+        four for the kernels, which start from the raw rows: a fit on 2,000 x 2,000 rows
+        took 1.7x as long through them).
         """
         from ..optim.solvers import IN_MEMORY_EXACT_MAX_D
 
