@@ -88,6 +88,12 @@ def test_labels_are_shared_rows_and_checked():
     bad = source.with_labels(np.where(y > 0, 2.0, -1.0))  # the loss checks its labels
     with pytest.raises(ValueError, match="labels"):
         bad.objective(LogisticLoss(), 1.0).gradient(np.zeros(7))
+    # on the CSR design no kernel looks at them: the mechanism checks them up front
+    csr = InMemoryRows.from_raw(sp.csr_matrix(X), y, row_norm="normalize", row_bound=1.0,
+                                fit_intercept=True).with_labels(bad.y)  # fmt: skip
+    with pytest.raises(ValueError, match="labels"):
+        amp(csr, None, "logistic", lam=2.0, sigma=1.0, tau=1e-6, sigma_out=1.0, clip=1.0,
+            row_bound=np.sqrt(2.0), rng=np.random.default_rng(0))  # fmt: skip
 
 
 def test_subsample_takes_evenly_spaced_rows_of_the_same_policy():

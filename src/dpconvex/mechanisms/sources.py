@@ -29,10 +29,6 @@ from .._arrays import row_norms
 from ..losses import GLMLoss
 from ._checks import check_labels, check_rows
 
-#: dense rows with at most this fraction of non-zeros (one-hot designs such as Adult:
-#: ~15 of 105 entries per row) are evaluated on the CSR design, by PerturbedGLMObjective
-SPARSE_DENSITY = 0.3
-
 
 @runtime_checkable
 class RowSource(Protocol):
@@ -213,14 +209,16 @@ def _stored(X):
 
 
 def _mostly_zeros(X) -> bool:
-    """A dense array with at most :data:`SPARSE_DENSITY` non-zeros (one-hot designs).
+    """A dense array that PerturbedGLMObjective would store as CSR (one-hot designs).
 
     Judged on at most 10,000 evenly spaced rows: it only picks the faster kernels.
     """
+    from ..optim import PerturbedGLMObjective
+
     if not X.size:
         return False
     sample = X[:: max(1, X.shape[0] // 10_000)]
-    return np.count_nonzero(sample) <= SPARSE_DENSITY * sample.size
+    return np.count_nonzero(sample) <= PerturbedGLMObjective.SPARSE_DENSITY * sample.size
 
 
 def as_rows(X, y, loss: GLMLoss | None, row_bound: float) -> RowSource:
@@ -238,5 +236,7 @@ def as_rows(X, y, loss: GLMLoss | None, row_bound: float) -> RowSource:
                 f"the rows are bounded by {X.row_bound:.6g}, above the declared bound "
                 f"{row_bound}; the privacy analysis does not cover them"
             )
+        if loss is not None and isinstance(X, InMemoryRows):
+            check_labels(loss, X.y)  # (dask sources check theirs chunk by chunk)
         return X
     return InMemoryRows(X, y, loss, row_bound)

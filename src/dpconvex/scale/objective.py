@@ -5,9 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..losses import GLMLoss
-from ..mechanisms.row_kernels import (
-    chunk_clipped_sum,
-)
+from ..mechanisms.row_kernels import chunk_clipped_sum
 from ..mechanisms.row_objective import RowSourceObjective
 from ..mechanisms.rows import add_intercept, design_bound, transform_rows
 from ..mechanisms.sources import InMemoryRows
