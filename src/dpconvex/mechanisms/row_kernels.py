@@ -136,19 +136,23 @@ def row_blocks(xb, yb, loss: GLMLoss | None, rows: dict, multiple: int = 1):
         yield RowChunk(xb[start : start + step], yb[start : start + step], loss, rows)
 
 
+def _hessian_sampling(xb, stride: int) -> tuple[float, np.ndarray]:
+    """(rows / rows used in the whole chunk, one scratch array for the blocks' weighted
+    copies of the Hessian: see :data:`BLOCK_ROWS`) for every ``stride``-th row."""
+    scale = len(xb) / max(-(-len(xb) // stride), 1)
+    return scale, np.empty(-(-BLOCK_ROWS // stride) * np.shape(xb)[1])
+
+
 def chunk_value_grad(xb, yb, theta, loss, rows, hessian=0, value=True):
     stride = max(1, int(hessian))
-    scale = len(xb) / max(-(-len(xb) // stride), 1)  # rows / rows used, in the whole chunk
-    # one scratch array per chunk for the blocks' weighted copies (see BLOCK_ROWS)
-    scratch = np.empty(-(-BLOCK_ROWS // stride) * np.shape(xb)[1]) if hessian else None
+    scale, scratch = _hessian_sampling(xb, stride) if hessian else (1.0, None)
     blocks = row_blocks(xb, yb, loss, rows, stride)
     return sum(block.value_grad(theta, hessian, value, scale, scratch) for block in blocks)
 
 
 def chunk_hessian(xb, yb, theta, loss, rows, stride=1):
     stride = max(1, int(stride))
-    scale = len(xb) / max(-(-len(xb) // stride), 1)  # rows / rows used, in the whole chunk
-    scratch = np.empty(-(-BLOCK_ROWS // stride) * np.shape(xb)[1])
+    scale, scratch = _hessian_sampling(xb, stride)
     return sum(
         block.hessian(
             block.loss.second_derivative(block.times(theta), *block.args),
