@@ -21,8 +21,9 @@ On a dask.distributed LocalCluster of 2 workers x 1 thread (--worker-memory each
 * fit: wall time of ``DPLogisticRegression(epsilon=1.0, classes=[-1, 1], random_state=0)
   .fit(X, y)`` (default method AMP, default solver unless --solver; calibration, the label
   check and the certificate included), --repeats times after an untimed fit on the first
-  2,000 rows (the workers import the kernels), its passes over the data (``n_passes_``)
-  and seconds per pass (median fit time / passes);
+  2,000 rows (the workers import the kernels), each once the scheduler holds no task (so
+  that no fit finds the rows a previous fit kept in memory), its passes over the data
+  (``n_passes_``) and seconds per pass (median fit time / passes);
 * plain pass: the wall time of one plain dask reduction over the same files,
   ``(X.T @ y).compute()`` (a d-vector, as each pass of the fit computes), measured just
   before the first fit and just after each (after an untimed one-chunk warm-up), and the
@@ -64,7 +65,7 @@ import psutil  # noqa: E402
 
 from dpconvex import DPLogisticRegression  # noqa: E402
 from dpconvex.scale.data import local_client, read_parquet, read_zarr, synthetic_glm  # noqa: E402
-from dpconvex.scale.fit import CACHE_SHARE, _memory  # noqa: E402
+from dpconvex.scale.fit import keeps_rows  # noqa: E402
 
 D = 100
 SEED = 0
@@ -226,6 +227,15 @@ def plain_pass(X, y) -> float:
     return time.perf_counter() - start
 
 
+def settle() -> None:
+    """Wait until the scheduler holds no task (the last fit's kept rows are released)."""
+    from distributed import default_client
+
+    client = default_client()
+    while client.run_on_scheduler(lambda dask_scheduler: len(dask_scheduler.tasks)):
+        time.sleep(0.05)
+
+
 def new_model(solver: str) -> DPLogisticRegression:
     return DPLogisticRegression(epsilon=1.0, classes=[-1, 1], solver=solver, random_state=0)
 
@@ -234,10 +244,11 @@ def measure(path: Path, fmt: str, n: int, args) -> dict:
     X, y = open_data(path, fmt)
     (X[:1].T @ y[:1].astype(np.float64)).compute()  # warm-up: opens the store, reads 1 chunk
     out = {"chunks": len(X.chunks[0]), "plains": [plain_pass(X, y)], "fits": []}
-    out["cached"] = args.cache == "auto" and X.nbytes + y.nbytes <= CACHE_SHARE * _memory()
+    out["cached"] = args.cache == "auto" and keeps_rows(X)
     new_model(args.solver).fit(X[:2000], y[:2000])  # untimed: the workers import the kernels
     peaks = []
     for _ in range(args.repeats):  # fits and plain passes interleaved
+        settle()  # the last fit's rows are gone from the workers: this fit reads its own
         model = new_model(args.solver)
         with PeakMemory() as mem:
             start = time.perf_counter()

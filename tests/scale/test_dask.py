@@ -16,7 +16,7 @@ from dpconvex.mechanisms import add_intercept, amp, transform_rows  # noqa: E402
 from dpconvex.optim import PerturbedGLMObjective  # noqa: E402
 from dpconvex.scale import DaskRows  # noqa: E402
 from dpconvex.scale.data import read_parquet, read_table, read_zarr, synthetic_glm  # noqa: E402
-from dpconvex.scale.fit import cache_rows  # noqa: E402
+from dpconvex.scale.fit import cache_labels, cache_rows  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -57,6 +57,30 @@ def test_objective_matches_in_memory(data):
         big.hessian_vector(theta, v), mem.hessian_vector(theta, v), rtol=1e-11
     )
     assert big.passes == 2
+
+
+def test_partial_sums_added_on_the_client_or_in_a_tree_agree(data, monkeypatch):
+    import dpconvex.scale.objective as source
+
+    X, y = data
+    rows = DaskRows(
+        da.from_array(X, chunks=(700, 6)),
+        da.from_array(y, chunks=700),
+        row_norm="clip",
+        row_bound=2.0,
+        fit_intercept=False,
+    )
+
+    def sums(xb, yb, w):
+        return np.concatenate([w * xb.sum(axis=0), [yb.sum(), len(yb)]])
+
+    here = rows.reduce(sums, 8, 2.0)
+    monkeypatch.setattr(source, "CLIENT_SUM_BYTES", 0)  # every pass now sums in a tree
+    tree = rows.reduce(sums, 8, 2.0)
+    expected = np.concatenate([2.0 * X.sum(axis=0), [y.sum(), len(y)]])
+    np.testing.assert_allclose(here, expected, rtol=1e-12)
+    np.testing.assert_allclose(tree, expected, rtol=1e-12)
+    assert here.shape == tree.shape == (8,) and rows.passes == 2
 
 
 @pytest.mark.parametrize("order", ["C", "F"])
@@ -239,11 +263,21 @@ def test_cached_rows_change_nothing_the_fit_computes(data):
     for setting in (True, "auto"):
         np.testing.assert_array_equal(fits[setting].coef_, fits[False].coef_)
         assert fits[setting].dp_event_ == fits[False].dp_event_
-    # persisted collections hold their chunks: no graph reaches the source arrays
-    kept, _ = cache_rows(Xd, yd)
+    # persisted collections hold their chunks: no graph reaches the source arrays, and
+    # the targets are kept with them (no pass recomputes them)
+    target = da.where(yd > 0, 1.0, -1.0)
+    for first in (0, 1, 700, 701, 2500, X.shape[0], 10**9):
+        kept, (kept_target,) = cache_rows(Xd, [target], first_rows=first)
+        assert kept.chunks == Xd.chunks
+        assert len(kept.__dask_graph__()) == len(kept.chunks[0])
+        assert len(kept_target.__dask_graph__()) == len(kept.chunks[0])
+        np.testing.assert_array_equal(kept.compute(), X)
+        np.testing.assert_array_equal(kept_target.compute(), np.where(y > 0, 1.0, -1.0))
+    assert len(cache_labels(Xd, yd).__dask_graph__()) == len(yd.chunks[0])
     with dask.config.set({"dpconvex.cache-rows": False}):
-        assert cache_rows(Xd, yd)[0] is Xd
-    assert len(kept.__dask_graph__()) == len(kept.chunks[0])
+        assert cache_rows(Xd, [target])[0] is Xd
+        assert cache_rows(Xd, [target])[1][0] is target
+        assert cache_labels(Xd, yd) is yd
     with (
         dask.config.set({"dpconvex.cache-rows": "sometimes"}),
         pytest.raises(ValueError, match="dpconvex.cache-rows must be"),
@@ -348,3 +382,50 @@ def test_a_source_cannot_claim_a_smaller_bound(data):
         amp(source, None, "logistic", row_bound=1.0, rng=np.random.default_rng(0), **kw)
     with pytest.raises(ValueError, match="inside the row source"):
         amp(source, y, "logistic", row_bound=2.0, rng=np.random.default_rng(0), **kw)
+
+
+def test_kept_rows_load_the_warm_start_chunks_first():
+    distributed = pytest.importorskip("distributed")
+
+    def chunk(block_info=None):
+        return np.full((50, 3), float(block_info[None]["chunk-location"][0]))
+
+    X = da.map_blocks(chunk, chunks=((50,) * 12, (3,)), dtype=float)
+    target = da.ones(600, chunks=50)
+    with (
+        dask.config.set({"dpconvex.cache-rows": True}),
+        distributed.Client(
+            processes=False, n_workers=1, threads_per_worker=1, dashboard_address=None
+        ),
+    ):
+        kept, _ = cache_rows(X, [target], first_rows=120)  # rows 0-119: chunks 0, 1, 2
+        order = [f.key[1] for f in distributed.as_completed(distributed.futures_of(kept))]
+    assert sorted(order[:3]) == [0, 1, 2], order
+
+
+@pytest.mark.parametrize("m", [1, 120, 150, 600])
+def test_subsample_of_rows_held_in_the_workers_is_gathered_as_stored(data, m):
+    distributed = pytest.importorskip("distributed")
+    from dpconvex.scale.objective import _held_head
+
+    X, y = data
+    X, y = X[:600], y[:600].astype(float)
+    Xd, yd = da.from_array(X, chunks=(50, 6)), da.from_array(y, chunks=50)
+    rows = {"row_norm": "normalize", "row_bound": 1.0, "fit_intercept": True}
+    with distributed.Client(
+        processes=False, n_workers=1, threads_per_worker=1, dashboard_address=None
+    ):
+        assert _held_head(Xd, yd, m) is None  # not held: read by a task
+        kept_X, kept_y = dask.persist(Xd, yd)
+        head_X, head_y = _held_head(kept_X, kept_y, m)
+        sub = DaskRows(kept_X, kept_y, **rows).subsample(m)
+    np.testing.assert_array_equal(head_X, X[:m])
+    np.testing.assert_array_equal(head_y, y[:m])
+    expected = DaskRows(Xd, yd, **rows).subsample(m)  # the synchronous scheduler
+    theta = np.linspace(-1, 1, 7)
+    loss = LogisticLoss()
+    np.testing.assert_array_equal(
+        sub.objective(loss, 1.0).value_and_gradient(theta)[1],
+        expected.objective(loss, 1.0).value_and_gradient(theta)[1],
+    )
+    assert sub.n == expected.n == m

@@ -178,7 +178,8 @@ class _DPLinearModel(BaseEstimator):
             )
         params, run, planned = plan.params, plan.run, plan.event
         if is_dask_array(X):  # out of core: the row policy is applied chunk by chunk
-            from ..scale.fit import dask_rows
+            from ..optim.solvers import WARM_START_ROWS
+            from ..scale.fit import cache_rows, dask_rows
 
             if not plan.dask:  # refuse before anything is charged
                 raise ValueError(
@@ -186,6 +187,8 @@ class _DPLinearModel(BaseEstimator):
                     f"{sorted(name for name, p in PLANS.items() if p.dask)}"
                 )
             source = dask_rows
+            # held in memory when small enough, the rows Newton's warm start reads first
+            X, targets = cache_rows(X, targets, first_rows=WARM_START_ROWS)
         else:
             if self.row_norm == "clip":
                 warn_if_clipped(row_norms(X), self.row_bound, what="rows", setting="row_bound")
@@ -240,9 +243,10 @@ class _DPLinearModel(BaseEstimator):
     def _validated(self, X, y, **kwargs):
         """validate_data for in-memory input; row-chunked dask arrays pass through lazily."""
         if is_dask_array(X):
-            from ..scale.fit import cache_rows, check_dask_inputs
+            from ..scale.fit import cache_labels, check_dask_inputs
 
-            X, y = cache_rows(*check_dask_inputs(X, y))
+            X, y = check_dask_inputs(X, y)
+            y = cache_labels(X, y)  # read first: the label check reads y alone
             self.n_features_in_ = int(X.shape[1])
             return X, y
         v.numeric_features(X)  # text or missing values: name the column, not the cell

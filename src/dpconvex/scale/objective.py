@@ -10,6 +10,10 @@ from ..mechanisms.row_objective import RowSourceObjective
 from ..mechanisms.rows import add_intercept, design_bound, transform_rows
 from ..mechanisms.sources import InMemoryRows
 
+#: a pass's per-chunk partial sums are sent to the client and added there when they take
+#: at most this many bytes together (else they are added in a tree on the workers)
+CLIENT_SUM_BYTES = 64 * 2**20
+
 
 def is_dask_array(x) -> bool:
     """True for a dask array (without importing dask when it is not installed)."""
@@ -27,6 +31,23 @@ def prepare_chunk(
         raise ValueError("X contains NaN or infinity")
     xb = transform_rows(xb, row_norm, row_bound)
     return add_intercept(xb, intercept_scaling) if fit_intercept else xb
+
+
+def _held_head(X, y, m: int):
+    """The first m rows of X and y, gathered from dask.distributed futures when their
+    chunks are held in the workers (persisted); None otherwise."""
+    try:
+        from distributed import default_client, futures_of
+    except ImportError:
+        return None
+    k = int(np.searchsorted(np.cumsum(X.chunks[0]), m)) + 1  # chunks holding rows 0..m-1
+    held = {f.key: f for f in futures_of(X) + futures_of(y)}
+    keys = [(X.name, i, 0) for i in range(k)] + [(y.name, i) for i in range(k)]
+    if len(X.chunks[1]) != 1 or not all(key in held for key in keys):
+        return None
+    blocks = default_client().gather([held[key] for key in keys])
+    xs, ys = blocks[:k], blocks[k:]
+    return (xs[0] if k == 1 else np.concatenate(xs))[:m], np.concatenate(ys)[:m]
 
 
 def _chunk_statistics(xb, yb, rows):
@@ -106,20 +127,38 @@ class DaskRows:
         def kernel(xb, yb):
             return np.asarray(fn(xb, yb, *args), dtype=np.float64)[None, :]
 
+        import dask
+
         nblocks = len(self.X.chunks[0])
         parts = self.X.map_blocks(
             kernel, self.y[:, None], dtype=np.float64, chunks=((1,) * nblocks, (width,))
         )
         self.passes += 1
-        return np.asarray(parts.sum(axis=0).compute(), dtype=np.float64)
+        if nblocks * width * 8 > CLIENT_SUM_BYTES:  # added up where the parts are
+            return np.asarray(parts.sum(axis=0).compute(), dtype=np.float64)
+        # added up here: one task per chunk and no reduction tree, which on 8 chunks held in
+        # memory took 0.029 s per pass of scheduling instead of 0.054 s (medians of 15)
+        blocks = dask.compute(*parts.to_delayed().ravel())
+        return np.sum(blocks, axis=0, dtype=np.float64).reshape(width)
 
     def objective(self, loss: GLMLoss, lam: float, b: np.ndarray | None = None):
         return RowSourceObjective(self, loss, lam, b)
 
     def subsample(self, m: int):
-        """The first m rows (read from the first chunks, not a pass), as an in-memory source."""
+        """The first m rows (read from the first chunks, not a pass), as an in-memory source.
+
+        When those chunks are held in the memory of dask.distributed workers (a fit keeps
+        the rows there and reads the first chunks first, :func:`dpconvex.scale.fit.cache_rows`),
+        they are fetched as they are, so the warm start is solved here while the other
+        chunks load: a task that sliced them would wait for a worker thread, behind the
+        load of another chunk.
+        """
+        import dask
+
         m = min(m, self.n)
-        return InMemoryRows.from_raw(self.X[:m].compute(), self.y[:m].compute(), None, **self.rows)
+        held = _held_head(self.X, self.y, m)
+        X, y = held if held is not None else dask.compute(self.X[:m], self.y[:m])
+        return InMemoryRows.from_raw(X, y, None, **self.rows)
 
     def clipped_gradient_sum(self, theta, loss: GLMLoss, clip: float) -> np.ndarray:
         """sum_i clip_C(grad l_i(theta)) over all rows (one pass): DP-GD's gradient."""
