@@ -26,7 +26,8 @@ On a dask.distributed LocalCluster of 2 workers x 1 thread (--worker-memory each
   (``n_passes_``) and seconds per pass (median fit time / passes);
 * plain pass: the wall time of one plain dask reduction over the same files,
   ``(X.T @ y).compute()`` (a d-vector, as each pass of the fit computes), measured just
-  before the first fit and just after each (after an untimed one-chunk warm-up), and the
+  before the first fit and just after each, once the fit's rows are released (after an
+  untimed one-chunk warm-up), and the
   ratios (seconds per fit pass) / (the median plain pass) and / (the fastest plain pass):
   a plain pass over page-cached files varies by 20-50 % from one run to the next here;
 * peak RSS during the fits: the largest sum of resident set sizes of this process and
@@ -222,6 +223,7 @@ def load_readers() -> None:
 
 def plain_pass(X, y) -> float:
     """Seconds of one plain dask reduction over the files: X^T y, a d-vector."""
+    settle()  # no chunk a fit kept in memory is still there to be reused
     start = time.perf_counter()
     (X.T @ y.astype(np.float64)).compute()
     return time.perf_counter() - start
