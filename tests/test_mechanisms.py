@@ -237,3 +237,55 @@ def test_dpsgd_on_csr_rows_survives_empty_batches(runs):
         rng=np.random.default_rng(1),
     )  # fmt: skip
     assert theta.shape == (runs, 5) and theta.dtype == np.float64 and np.all(np.isfinite(theta))
+
+
+@pytest.mark.parametrize("kernel", ["_PaddedRows", "_SparseRows", "_DenseAllRows", "_DenseGather"])
+@pytest.mark.parametrize("q", [0.2, 1e-3])
+def test_dpsgd_batch_kernels_sum_the_clipped_gradients_of_their_poisson_batches(kernel, q):
+    """Every kernel returns, per run, sum_{i in B_r} clip_C(grad l_i(theta_r)) over the
+    Poisson batches B_r that poisson_batches draws from the same generator: checked
+    against a per-run sum over the gathered rows (zero rows and empty batches included)."""
+    import importlib
+
+    module = importlib.import_module("dpconvex.mechanisms.dpsgd")
+    rng = np.random.default_rng(3)
+    n, d, runs, clip = 300, 6, 4, 0.7
+    X = np.where(rng.random((n, d)) < 0.4, rng.normal(size=(n, d)), 0.0)
+    X[7] = 0.0  # a row with no non-zero: padded entirely
+    y = np.where(rng.random(n) < 0.5, 1.0, -1.0)
+    norms = np.linalg.norm(X, axis=1)
+    theta = rng.normal(size=(runs, d))
+    sparse = kernel in ("_PaddedRows", "_SparseRows")
+    data = sp.csr_matrix(X) if sparse else X
+    got = getattr(module, kernel)(data, y, norms, LogisticLoss(), clip, q).gradients(
+        theta, np.random.default_rng(9)
+    )
+    rows, sizes = module.poisson_batches(np.random.default_rng(9), n, q, runs)
+    batches = np.split(rows, np.cumsum(sizes)[:-1])
+    expected = np.array(
+        [
+            clipped_gradient_sum(X[b], y[b], norms[b], LogisticLoss(), theta[r], clip)
+            for r, b in enumerate(batches)
+        ]
+    )
+    assert got.shape == (runs, d) and got.dtype == np.float64
+    np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize("runs", [1, 2, 3, 40])
+def test_poisson_batches_keep_each_row_with_probability_q(runs):
+    from dpconvex.mechanisms.dpsgd import poisson_batches
+
+    rng = np.random.default_rng(4)
+    n, q, draws = 50, 0.3, 400
+    counts = np.zeros(n)
+    total = 0
+    for _ in range(draws):
+        rows, sizes = poisson_batches(rng, n, q, runs)
+        assert sizes.shape == (runs,) and sizes.sum() == rows.size
+        for batch in np.split(rows, np.cumsum(sizes)[:-1]):
+            assert np.all((batch >= 0) & (batch < n)) and np.unique(batch).size == batch.size
+            np.add.at(counts, batch, 1)
+        total += runs
+    # each row's inclusion frequency: binomial(total, q), within 5 standard deviations
+    assert np.all(np.abs(counts / total - q) < 5 * math.sqrt(q * (1 - q) / total))
