@@ -289,3 +289,21 @@ def test_poisson_batches_keep_each_row_with_probability_q(runs):
         total += runs
     # each row's inclusion frequency: binomial(total, q), within 5 standard deviations
     assert np.all(np.abs(counts / total - q) < 5 * math.sqrt(q * (1 - q) / total))
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_full_batch_kernel_sums_every_clipped_gradient(sparse):
+    import importlib
+
+    module = importlib.import_module("dpconvex.mechanisms.dpsgd")
+    rng = np.random.default_rng(5)
+    n, d, runs, clip = 120, 5, 3, 0.6
+    X = np.where(rng.random((n, d)) < 0.5, rng.normal(size=(n, d)), 0.0)
+    y = np.where(rng.random(n) < 0.5, 1.0, -1.0)
+    norms = np.linalg.norm(X, axis=1)
+    theta = rng.normal(size=(runs, d))
+    data = sp.csr_matrix(X) if sparse else X
+    got = module._FullBatch(data, y, norms, LogisticLoss(), clip).gradients(theta, None)
+    expected = [clipped_gradient_sum(X, y, norms, LogisticLoss(), t, clip) for t in theta]
+    assert got.shape == (runs, d)
+    np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-14)
