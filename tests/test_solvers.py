@@ -290,3 +290,44 @@ def test_bfgs_update_satisfies_the_secant_equation_and_stays_positive_definite()
     assert np.linalg.eigvalsh(new).min() > 0
     assert np.linalg.matrix_rank(new - hess, tol=1e-9) == 2  # a rank-2 change
     assert solvers._bfgs_update(hess, s, -y) is hess  # y^T s <= 0: not a convex step
+
+
+@pytest.mark.parametrize(
+    ("cost", "first", "exact_expected"),
+    [(5.0, "close", False), (5.0, "crude", True), (None, "close", True)],
+)
+def test_in_memory_newton_keeps_a_good_hessian_while_a_new_one_costs_more(
+    cost, first, exact_expected
+):
+    """With a Hessian's cost in gradients (in memory), a given first Hessian that steps
+    fast is kept, BFGS-updated, up to the certificate (no exact Hessian formed); a crude
+    one (slow steps) is replaced; without a cost (out of core, where passes count) the
+    given first Hessian is replaced at once. The certificate holds in every case."""
+    import dpconvex.optim.solvers as solvers
+
+    rng = np.random.default_rng(11)
+    X, y = _problem(rng, n=6000, d=10)
+    b = rng.normal(0, 5.0, 11)
+    obj = PerturbedGLMObjective(X, y, LogisticLoss(), 2.0, b)
+    optimum = solve(PerturbedGLMObjective(X, y, LogisticLoss(), 2.0, b), 1e-10).theta
+    start = optimum + 0.05 * rng.normal(size=11)
+    hess = obj.hessian(start)
+    given = hess * 1.001 if first == "close" else np.eye(11) * np.trace(hess) / 11
+    exact = []
+    original_pass, original_hessian = obj.gradient_hessian, obj.hessian
+
+    def spy_pass(theta, hessian=True, stride=1):
+        exact.append(hessian)
+        return original_pass(theta, hessian, stride)
+
+    def spy_hessian(theta, stride=1):
+        exact.append(True)
+        return original_hessian(theta, stride)
+
+    obj.gradient_hessian, obj.hessian = spy_pass, spy_hessian
+    theta, steps, norm, _ = solvers._newton_exact(
+        obj, 1e-9, start, 50, one_pass=True, first_hessian=given, hessian_cost=cost
+    )
+    assert norm <= 1e-9 and obj.gradient_norm(theta) == pytest.approx(norm, rel=1e-6)
+    assert any(exact) is exact_expected, exact
+    assert steps <= 12

@@ -32,6 +32,9 @@ class RowSourceObjective:
         self.lam = float(lam)
         self.b = np.zeros(self.d) if b is None else np.asarray(b, dtype=np.float64)
         self.passes_are_expensive = bool(source.passes_are_expensive)
+        #: a Hessian pass costs about this many gradient passes in memory (n d^2 / 2
+        #: multiply-adds in BLAS-3 against 2 n d in BLAS-2; 0.52 s against 0.10 s at d = 101)
+        self.hessian_cost = self.d / 20
         self.passes = 0
         self.grad_evals = 0
 

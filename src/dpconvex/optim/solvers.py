@@ -157,6 +157,7 @@ def _newton_exact(
     one_pass: bool = False,
     first_stride: int = 1,
     first_hessian: np.ndarray | None = None,
+    hessian_cost: float | None = None,
 ):
     """Damped Newton steps with the exact Hessian.
 
@@ -209,8 +210,18 @@ def _newton_exact(
     def renew() -> bool:
         """Whether the next step should have a new exact Hessian: the last step was slow
         (or on the subsampled Hessian, or linear), unless the kept Hessian's rate already
-        predicts the certificate after one more step (||g|| ratio <= tau)."""
-        return (ratio > 0.1 or sampled or linear) and norm * ratio > tau
+        predicts the certificate after one more step (||g|| ratio <= tau). With a
+        ``hessian_cost`` (in gradients), the kept Hessian is renewed only when a step was
+        slow, or when the steps its last rate predicts to the certificate cost more than
+        a new Hessian and two steps; a given first Hessian serves the first step."""
+        if norm * ratio <= tau:
+            return False
+        if hessian_cost is None:
+            return ratio > 0.1 or sampled or linear
+        if ratio >= 1.0:  # no step taken yet
+            return first_hessian is None
+        steps = math.log(tau / norm) / math.log(ratio)
+        return ratio > 0.1 or steps > hessian_cost + 2
 
     while norm > tau and it < max_iter:
         if direction is None:
@@ -367,7 +378,14 @@ def solve(
             theta, stride, first = _warm_start(obj, theta)
         one_pass = expensive or getattr(obj, "hessian_rides_on_pass", False)
         theta, n_iter, grad_norm, _ = _newton_exact(
-            obj, tau, theta, max_iter, one_pass=one_pass, first_stride=stride, first_hessian=first
+            obj,
+            tau,
+            theta,
+            max_iter,
+            one_pass=one_pass,
+            first_stride=stride,
+            first_hessian=first,
+            hessian_cost=None if expensive else getattr(obj, "hessian_cost", None),
         )
         if grad_norm <= tau:  # certified by the pass that computed this gradient
             return SolverResult(theta, grad_norm, n_iter, obj.grad_evals, "newton")
