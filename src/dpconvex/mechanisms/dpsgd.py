@@ -80,7 +80,7 @@ class _FullBatch:
 
     def __init__(self, X, y, norms, loss, clip):
         self.X, self.loss, self.clip = X, loss, clip
-        self.y1, self.norms1 = np.ascontiguousarray(y), np.ascontiguousarray(norms)
+        self.y, self.norms = np.ascontiguousarray(y), np.ascontiguousarray(norms)
 
     def margins(self, theta) -> np.ndarray:
         """x_i^T theta_r for every run r and row i, shape (runs, n)."""
@@ -91,7 +91,7 @@ class _FullBatch:
         return np.asarray(self.X.T @ weights.T).T if sp.issparse(self.X) else weights @ self.X
 
     def gradients(self, theta, rng):
-        weights = _clipped_weights(self.margins(theta), self.y1, self.norms1, self.loss, self.clip)
+        weights = _clipped_weights(self.margins(theta), self.y, self.norms, self.loss, self.clip)
         return self.sums(weights)
 
 
@@ -110,8 +110,8 @@ class _DenseAllRows(_FullBatch):
         # (run, row) pairs are distinct: a run's batch holds each row at most once
         weights[owner, rows] = _clipped_weights(
             self.margins(theta)[owner, rows],
-            self.y1.take(rows),
-            self.norms1.take(rows),
+            self.y.take(rows),
+            self.norms.take(rows),
             self.loss,
             self.clip,
         )
@@ -127,13 +127,13 @@ class _DenseGather(_DenseAllRows):
         xb = self.X.take(rows, axis=0)  # the same rows as X[rows], gathered faster
         if runs == 1:  # two BLAS matrix-vector products
             w = _clipped_weights(
-                xb @ theta[0], self.y1.take(rows), self.norms1.take(rows), self.loss, self.clip
+                xb @ theta[0], self.y.take(rows), self.norms.take(rows), self.loss, self.clip
             )
             return (xb.T @ w)[None, :]
         owner = np.repeat(np.arange(runs), sizes)
         margins = np.einsum("ij,ij->i", xb, theta[owner])
         w = _clipped_weights(
-            margins, self.y1.take(rows), self.norms1.take(rows), self.loss, self.clip
+            margins, self.y.take(rows), self.norms.take(rows), self.loss, self.clip
         )
         indptr = np.concatenate([[0], np.cumsum(sizes)])
         select = sp.csr_matrix((w, np.arange(rows.size), indptr), shape=(runs, rows.size))
@@ -158,11 +158,9 @@ class _SparseRows(_DenseAllRows):
         if prod.size:
             margins[filled] = np.add.reduceat(prod, sub.indptr[:-1][filled])
         w = _clipped_weights(
-            margins, self.y1.take(rows), self.norms1.take(rows), self.loss, self.clip
+            margins, self.y.take(rows), self.norms.take(rows), self.loss, self.clip
         )
-        sums = np.bincount(flat, weights=np.repeat(w, per_row) * sub.data, minlength=runs * d)
-        # (numpy's bincount returns integers when nothing is counted: an empty batch)
-        return sums.astype(np.float64, copy=False).reshape(runs, d)
+        return _run_sums(flat, np.repeat(w, per_row) * sub.data, runs, d)
 
 
 class _PaddedRows(_DenseAllRows):
@@ -200,12 +198,10 @@ class _PaddedRows(_DenseAllRows):
         flat += np.repeat(np.arange(runs) * d, sizes)[:, None]
         margins = np.einsum("ij,ij->i", values, theta.take(flat))
         w = _clipped_weights(
-            margins, self.y1.take(rows), self.norms1.take(rows), self.loss, self.clip
+            margins, self.y.take(rows), self.norms.take(rows), self.loss, self.clip
         )
         values *= w[:, None]
-        sums = np.bincount(flat.ravel(), weights=values.ravel(), minlength=runs * d)
-        # (numpy's bincount returns integers when nothing is counted: an empty batch)
-        return sums.astype(np.float64, copy=False).reshape(runs, d)
+        return _run_sums(flat.ravel(), values.ravel(), runs, d)
 
 
 class _SourceFullBatch:
@@ -318,6 +314,13 @@ def dpsgd_runs(
                     "DP-SGD diverged (non-finite iterate); lower the learning rate"
                 )
     return theta
+
+
+def _run_sums(flat: np.ndarray, weights: np.ndarray, runs: int, d: int) -> np.ndarray:
+    """The (runs, d) sums of ``weights`` at flat indices run * d + column (float64)."""
+    sums = np.bincount(flat, weights=weights, minlength=runs * d)
+    # (numpy's bincount returns integers when nothing is counted: an empty batch)
+    return sums.astype(np.float64, copy=False).reshape(runs, d)
 
 
 def _clipped_weights(margins, y, norms, loss, clip: float) -> np.ndarray:

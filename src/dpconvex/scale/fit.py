@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .objective import DaskRows, check_dask_inputs, is_dask_array, prepare_chunk
+from .objective import DaskRows, check_dask_inputs, first_chunks, is_dask_array, prepare_chunk
 
 __all__ = [
     "cache_labels",
@@ -70,8 +70,7 @@ def cache_rows(X, targets, first_rows: int = 0):
 
     if not keeps_rows(X):
         return X, list(targets)
-    ends = np.cumsum(X.chunks[0])
-    head = int(np.searchsorted(ends, first_rows)) + 1 if first_rows > 0 else 0
+    head = first_chunks(X, first_rows)
 
     def first_chunks_first(key) -> int:  # a chunk's key is (name, row block, column block)
         return int(isinstance(key, tuple) and len(key) > 1 and key[1] < head)

@@ -33,6 +33,11 @@ def prepare_chunk(
     return add_intercept(xb, intercept_scaling) if fit_intercept else xb
 
 
+def first_chunks(X, m: int) -> int:
+    """How many leading row chunks of ``X`` hold its rows 0..m-1 (0 for m <= 0)."""
+    return int(np.searchsorted(np.cumsum(X.chunks[0]), m)) + 1 if m > 0 else 0
+
+
 def _held_head(X, y, m: int):
     """The first m rows of X and y, gathered from dask.distributed futures when their
     chunks are held in the workers (persisted); None otherwise."""
@@ -40,7 +45,7 @@ def _held_head(X, y, m: int):
         from distributed import default_client, futures_of
     except ImportError:
         return None
-    k = int(np.searchsorted(np.cumsum(X.chunks[0]), m)) + 1  # chunks holding rows 0..m-1
+    k = first_chunks(X, m)
     held = {f.key: f for f in futures_of(X) + futures_of(y)}
     keys = [(X.name, i, 0) for i in range(k)] + [(y.name, i) for i in range(k)]
     if len(X.chunks[1]) != 1 or not all(key in held for key in keys):
