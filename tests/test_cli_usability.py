@@ -293,6 +293,38 @@ def test_nan_is_called_a_missing_value_with_column_and_count():
         model.predict(X)
 
 
+def test_infinity_is_named_with_column_and_count_and_read_once(monkeypatch):
+    import scipy.sparse as sp
+    import sklearn.utils.validation as skv
+
+    from dpconvex import _validation as v
+
+    pd = pytest.importorskip("pandas")
+    X = np.ones((6, 3))
+    X[[0, 3, 5], 1] = -np.inf
+    with pytest.raises(ValueError, match=r"infinite values \(infinity\) in column 1 \(3 rows\)"):
+        DPLogisticRegression().fit(X, [0, 1] * 3)
+    frame = pd.DataFrame({"age": [30.0, np.inf, 50.0], "pay": [1.0, 2.0, 3.0]})
+    with pytest.raises(ValueError, match=r"column 'age' \(1 row\)"):
+        DPLogisticRegression().fit(frame, [0, 1, 0])
+    # finite values whose sum overflows are not refused
+    assert v.numeric_features(np.full((4, 2), 1e308)) is True
+    assert v.numeric_features(np.ones((3, 2), dtype=np.int64)) is True
+    assert v.numeric_features(np.ones((3, 2), dtype=np.longdouble)) is (
+        np.dtype(np.longdouble).itemsize <= 8
+    )
+    assert v.numeric_features(sp.csr_matrix(np.ones((3, 2)))) is False
+    assert v.numeric_features(np.array([["1", "2"]], dtype=object)) is False
+    # a dense float array checked here is not read again by scikit-learn's finite check
+    calls = []
+    real = skv._assert_all_finite
+    monkeypatch.setattr(
+        skv, "_assert_all_finite", lambda X, **k: (calls.append(np.shape(X)), real(X, **k))
+    )
+    DPLogisticRegression(epsilon=2.0, random_state=0).fit(np.ones((6, 3)), [0, 1] * 3)
+    assert (6, 3) not in calls and (6,) in calls  # the labels are still checked there
+
+
 def test_csv_missing_values_are_not_called_non_numeric(tmp_path):
     path = tmp_path / "gaps.csv"
     path.write_text("a,b,label\n1,2,0\n,4,1\n5,NA,1\n7,,0\n")

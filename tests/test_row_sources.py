@@ -174,3 +174,50 @@ def test_huber_regression_on_raw_rows_matches_the_design():
     theta = np.linspace(-2, 2, 6)
     np.testing.assert_allclose(source.objective(loss, 1.0).gradient(theta),
                                ref.gradient(theta), rtol=1e-11)  # fmt: skip
+
+
+@pytest.mark.parametrize(("row_norm", "bound", "intercept"), POLICIES)
+def test_held_row_scales_are_the_rows_own_and_filled_by_the_first_pass(
+    row_norm, bound, intercept, monkeypatch
+):
+    """The first pass keeps each row's factor and norm; later passes read them, not the rows'
+    norms: the same numbers as blocks that compute their own, whichever pass comes first."""
+    monkeypatch.setattr(row_kernels, "BLOCK_ROWS", 64)
+    X, y = _rows(n=500)
+    loss = ClippedLoss(LogisticLoss(), 0.5)
+    rows = {"row_norm": row_norm, "row_bound": bound, "fit_intercept": intercept,
+            "intercept_scaling": 1.5}  # fmt: skip
+    Z = design_rows(X, row_norm, bound, intercept, 1.5)
+    scales = row_kernels.chunk_scales(X, rows)
+    factors = np.linalg.norm(design_rows(X, row_norm, bound, False), axis=1) / np.linalg.norm(
+        X, axis=1
+    )
+    np.testing.assert_allclose(scales[:, 0], factors, rtol=1e-14)
+    np.testing.assert_allclose(scales[:, 1], np.linalg.norm(Z, axis=1), rtol=1e-14)
+    theta = np.linspace(-1, 1, Z.shape[1])
+    ref = PerturbedGLMObjective(Z, y, loss, 2.0)
+    for first in ("strided hessian", "gradient"):
+        source = InMemoryRows.from_raw(X, y, loss, row_norm=row_norm, row_bound=bound,
+                                       fit_intercept=intercept, intercept_scaling=1.5)  # fmt: skip
+        obj = source.objective(loss, 2.0)
+        assert "scales" not in source._built
+        if first == "strided hessian":  # blocks cut at a multiple of the stride
+            np.testing.assert_allclose(obj.hessian(theta, 7), ref.hessian(theta, 7), rtol=1e-11)
+        for _ in range(2):
+            np.testing.assert_allclose(obj.gradient(theta), ref.gradient(theta), rtol=1e-11,
+                                       atol=1e-12)  # fmt: skip
+            held = source._built["scales"]
+            assert held.filled
+            np.testing.assert_array_equal(held.values, scales)
+        assert source.with_labels(-y)._built["scales"] is held  # shared, not recomputed
+
+
+def test_a_failed_first_pass_keeps_no_scales():
+    X, y = _rows(n=300)
+    X[250, 2] = np.nan
+    source = InMemoryRows.from_raw(X, y, row_norm="normalize", row_bound=1.0, fit_intercept=True)
+    obj = source.objective(LogisticLoss(), 1.0)
+    for _ in range(2):  # refused every time, not only while the scales are being filled
+        with pytest.raises(ValueError, match="NaN or infinity"):
+            obj.gradient(np.zeros(7))
+        assert not source._built["scales"].filled

@@ -111,20 +111,23 @@ def _is_missing(cell) -> bool:
         return False
 
 
-def numeric_features(X, name: str = "X"):
-    """Raise a ``ValueError`` naming the column when dense ``X`` holds text or missing values.
+def numeric_features(X, name: str = "X") -> bool:
+    """Raise a ``ValueError`` naming the column when dense ``X`` holds text, missing or
+    infinite values.
 
-    Returns ``X`` unchanged; conversion is left to scikit-learn's checks, whose own
-    messages ("could not convert string to float: 'a'", "Input X contains NaN") name
-    neither the column nor the fix. Columns are named by their header when ``X`` is a
-    data frame, else by their 0-based index. Sparse matrices, dask arrays and inputs
-    of another shape pass through to those checks.
+    Conversion is left to scikit-learn's checks, whose own messages ("could not convert
+    string to float: 'a'", "Input X contains NaN") name neither the column nor the fix.
+    Columns are named by their header when ``X`` is a data frame, else by their 0-based
+    index. Sparse matrices, dask arrays and inputs of another shape pass through to those
+    checks. Returns True when ``X`` is a dense array of numbers (not text) whose values
+    are now known to be finite, so that scikit-learn need not read it again
+    (``ensure_all_finite=False``); False when its checks must run.
     """
     import numpy as np
     import scipy.sparse as sp
 
     if X is None or sp.issparse(X) or hasattr(X, "dask"):
-        return X
+        return False
     names = None
     values = X
     if hasattr(X, "columns") and hasattr(X, "to_numpy"):  # a pandas data frame
@@ -133,9 +136,9 @@ def numeric_features(X, name: str = "X"):
     try:
         arr = np.asarray(values)
     except (TypeError, ValueError):
-        return X
+        return False
     if arr.ndim != 2 or arr.size == 0:
-        return X
+        return False
     if arr.dtype.kind in "OUS":
         missing: dict[int, int] = {}
         text: dict[int, tuple[int, object, int]] = {}
@@ -174,14 +177,28 @@ def numeric_features(X, name: str = "X"):
                 "columns first (e.g. one column of 0/1 per category, with the categories "
                 "chosen without looking at the data)"
             )
-        return X
-    # (for real numbers the minimum is NaN exactly when a NaN is there: one read, no mask)
-    if arr.dtype.kind == "c" or (arr.dtype.kind == "f" and np.isnan(np.min(arr))):
+        return False
+    if arr.dtype.kind in "iub":  # integers and booleans are finite as float64 too
+        return True
+    # (the sum is finite exactly when every value is, unless finite values overflow it:
+    # one read, no mask; scikit-learn's own check is the same read)
+    if arr.dtype.kind in "fc" and not np.isfinite(np.sum(arr)):
         nan = np.isnan(arr)
         if nan.any():
             counts = nan.sum(axis=0)
             _raise_missing(name, {j: int(c) for j, c in enumerate(counts) if c}, names)
-    return X
+        inf = np.isinf(arr)
+        if inf.any():
+            counts = inf.sum(axis=0)
+            parts = [
+                f"{_column_label(j, names)} ({_rows(int(c))})" for j, c in enumerate(counts) if c
+            ]
+            raise ValueError(
+                f"{name} has infinite values (infinity) in {'; '.join(parts)}. Features must be "
+                "finite numbers: drop those rows or replace the values first"
+            )
+    # (a float wider than float64 may overflow when scikit-learn converts it)
+    return arr.dtype.kind == "f" and arr.dtype.itemsize <= 8
 
 
 def _raise_missing(name: str, missing: dict[int, int], names) -> None:

@@ -1,6 +1,7 @@
 """Out-of-core fits on dask arrays agree with the in-memory ones and keep the same accounting."""
 
 import json
+from functools import partial
 
 import numpy as np
 import pytest
@@ -13,6 +14,7 @@ dask = pytest.importorskip("dask")
 from dpconvex import DPLinearRegression, DPLogisticRegression  # noqa: E402
 from dpconvex.losses import ClippedLoss, LogisticLoss  # noqa: E402
 from dpconvex.mechanisms import add_intercept, amp, transform_rows  # noqa: E402
+from dpconvex.mechanisms.row_kernels import chunk_scales  # noqa: E402
 from dpconvex.optim import PerturbedGLMObjective  # noqa: E402
 from dpconvex.scale import DaskRows  # noqa: E402
 from dpconvex.scale.data import read_parquet, read_table, read_zarr, synthetic_glm  # noqa: E402
@@ -183,10 +185,14 @@ def test_dask_refusals(data):
         )
     bad = X.copy()
     bad[1234, 2] = np.nan
-    with pytest.raises(ValueError, match="NaN"):
-        DPLogisticRegression(classes=[-1, 1], solver="lbfgs").fit(
-            da.from_array(bad, chunks=(800, 6)), yd
-        )
+    for setting in (True, False):  # found by the kept scales' task, or by every pass
+        with (
+            dask.config.set({"dpconvex.cache-rows": setting}),
+            pytest.raises(ValueError, match="NaN"),
+        ):
+            DPLogisticRegression(classes=[-1, 1], solver="lbfgs").fit(
+                da.from_array(bad, chunks=(800, 6)), yd
+            )
     with pytest.raises(ValueError, match="SVRG"):
         DPLogisticRegression(classes=[-1, 1], solver="svrg").fit(Xd, yd)
 
@@ -238,6 +244,10 @@ def test_read_parquet_reads_files_as_chunks_and_labels_alone(tmp_path):
     np.testing.assert_array_equal(yp.compute(), y)
     # the labels' graph reads only the label column
     assert "_parquet_matrix" not in str(dict(yp.__dask_graph__()))
+    # one task per file, keyed by its row chunk, so that a fit can read the first files
+    # first (cache_rows' priority names chunks by these keys)
+    assert dict(Xp.__dask_graph__()).keys() == {(Xp.name, i, 0) for i in range(3)}
+    assert dict(yp.__dask_graph__()).keys() == {(yp.name, i) for i in range(3)}
     assert read_parquet(tmp_path / "part0.parquet", None)[1] is None
     one = read_parquet(tmp_path, "label", ["x1"])[0].compute()
     np.testing.assert_array_equal(one[:, 0], Xp.compute()[:, 1])
@@ -266,17 +276,22 @@ def test_cached_rows_change_nothing_the_fit_computes(data):
     # persisted collections hold their chunks: no graph reaches the source arrays, and
     # the targets are kept with them (no pass recomputes them)
     target = da.where(yd > 0, 1.0, -1.0)
+    rows = {"row_norm": "clip", "row_bound": 2.0, "fit_intercept": True, "intercept_scaling": 1.5}
     for first in (0, 1, 700, 701, 2500, X.shape[0], 10**9):
-        kept, (kept_target,) = cache_rows(Xd, [target], first_rows=first)
+        kept, (kept_target,), scales = cache_rows(Xd, [target], first, rows)
         assert kept.chunks == Xd.chunks
         assert len(kept.__dask_graph__()) == len(kept.chunks[0])
         assert len(kept_target.__dask_graph__()) == len(kept.chunks[0])
+        assert len(scales.__dask_graph__()) == len(kept.chunks[0])
         np.testing.assert_array_equal(kept.compute(), X)
         np.testing.assert_array_equal(kept_target.compute(), np.where(y > 0, 1.0, -1.0))
+        np.testing.assert_array_equal(scales.compute(), chunk_scales(X, rows))
+    assert cache_rows(Xd, [target])[2] is None  # no row policy: no scales
     assert len(cache_labels(Xd, yd).__dask_graph__()) == len(yd.chunks[0])
     with dask.config.set({"dpconvex.cache-rows": False}):
         assert cache_rows(Xd, [target])[0] is Xd
         assert cache_rows(Xd, [target])[1][0] is target
+        assert cache_rows(Xd, [target], 0, rows)[2] is None
         assert cache_labels(Xd, yd) is yd
     with (
         dask.config.set({"dpconvex.cache-rows": "sometimes"}),
@@ -398,7 +413,7 @@ def test_kept_rows_load_the_warm_start_chunks_first():
             processes=False, n_workers=1, threads_per_worker=1, dashboard_address=None
         ),
     ):
-        kept, _ = cache_rows(X, [target], first_rows=120)  # rows 0-119: chunks 0, 1, 2
+        kept, _, _ = cache_rows(X, [target], first_rows=120)  # rows 0-119: chunks 0, 1, 2
         order = [f.key[1] for f in distributed.as_completed(distributed.futures_of(kept))]
     assert sorted(order[:3]) == [0, 1, 2], order
 
@@ -429,3 +444,53 @@ def test_subsample_of_rows_held_in_the_workers_is_gathered_as_stored(data, m):
         expected.objective(loss, 1.0).value_and_gradient(theta)[1],
     )
     assert sub.n == expected.n == m
+
+
+def test_passes_over_rows_held_in_the_workers_run_on_their_futures(data, monkeypatch):
+    """Held chunks: one task per chunk on the chunks' futures, the same sums as the
+    blockwise graph; the Newton warm start is solved on the worker that holds the first
+    rows, with the same result as here; ``rows_held`` only with the scales kept."""
+    distributed = pytest.importorskip("distributed")
+    import dpconvex.scale.objective as source
+    from dpconvex.optim.solvers import _subsample_solution
+    from dpconvex.scale.objective import _held_chunks
+
+    X, y = data
+    Xd, yd = da.from_array(X, chunks=(700, 6)), da.from_array(y.astype(float), chunks=700)
+    rows = {"row_norm": "clip", "row_bound": 2.0, "fit_intercept": True, "intercept_scaling": 1.0}
+    loss = ClippedLoss(LogisticLoss(), 0.5)
+    theta = np.linspace(-1, 1, 7)
+    lazy = DaskRows(Xd, yd, **rows)
+    expected = lazy.objective(loss, 2.0).gradient_hessian(theta)
+    start = np.zeros(7)
+    solve_sub = partial(_subsample_solution, theta=start)
+    here = lazy.objective(loss, 2.0).on_subsample(1500, solve_sub)
+    assert not lazy.rows_held and _held_chunks(Xd, yd) is None
+    with distributed.Client(
+        processes=False, n_workers=2, threads_per_worker=1, dashboard_address=None
+    ) as client:
+        with dask.config.set({"dpconvex.cache-rows": True}):
+            kept, (kept_y,), scales = cache_rows(Xd, [yd], 1500, rows)
+        held = DaskRows(kept, kept_y, **rows, scales=scales)
+        assert held.rows_held and not DaskRows(kept, kept_y, **rows).rows_held
+        assert [len(c) for c in _held_chunks(kept, kept_y, scales)] == [len(Xd.chunks[0])] * 3
+        assert [len(c) for c in _held_chunks(kept, kept_y, count=2)] == [2, 2]
+        submitted = []
+        real_map = client.map
+        monkeypatch.setattr(
+            client, "map", lambda *a, **k: submitted.append(len(a[1])) or real_map(*a, **k)
+        )
+        obj = held.objective(loss, 2.0)
+        grad, hess = obj.gradient_hessian(theta)
+        assert submitted == [len(Xd.chunks[0])]  # one task per held chunk, no graph
+        monkeypatch.setattr(source, "CLIENT_SUM_BYTES", 0)  # added on the workers
+        tree = obj.gradient_hessian(theta)
+        remote = obj.on_subsample(1500, solve_sub)
+        assert obj.rows_held and held.passes == 2  # the warm start is not a pass
+    np.testing.assert_allclose(grad, expected[0], rtol=1e-11, atol=1e-12)
+    np.testing.assert_allclose(hess, expected[1], rtol=1e-11)
+    np.testing.assert_allclose(tree[0], expected[0], rtol=1e-11, atol=1e-12)
+    np.testing.assert_allclose(tree[1], expected[1], rtol=1e-11)
+    for a, b in zip(remote, here, strict=True):
+        np.testing.assert_array_equal(a, b)
+    assert here[2] == 1500

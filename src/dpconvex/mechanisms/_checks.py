@@ -26,9 +26,11 @@ def check_labels(loss: GLMLoss, y: np.ndarray) -> np.ndarray:
     y = np.asarray(y, dtype=np.float64)
     if y.ndim != 1:
         raise ValueError(f"y must be one-dimensional, got shape {y.shape}")
+    if loss.binary and np.all(np.abs(y) == 1.0):  # +-1 only (and so finite): one test
+        return y
     if not np.all(np.isfinite(y)):
         raise ValueError("y contains NaN or infinity")
-    if loss.binary and not np.all(np.abs(y) == 1.0):  # +-1 only
+    if loss.binary:
         raise ValueError(f"{loss.name} loss needs labels in {{-1, +1}}")
     return y
 

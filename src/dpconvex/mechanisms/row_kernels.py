@@ -19,6 +19,37 @@ from ._checks import check_labels
 from .rows import row_scales
 
 
+def chunk_scales(xb, rows: dict) -> np.ndarray:
+    """Per row of a chunk of raw rows: the row policy's factor f_i and the norm of the
+    transformed row (f_i x_i, c), as an (m, 2) array; raises on NaN or infinity.
+
+    They depend on the rows alone (not on theta, the labels or the loss), so a source
+    that holds its rows computes them once (:meth:`InMemoryRows.reduce
+    <dpconvex.mechanisms.sources.InMemoryRows.reduce>`, :func:`dpconvex.scale.fit.cache_rows`)
+    and every pass reads them instead of the rows' norms (``scales=`` of the kernels).
+    """
+    xb = np.asarray(xb, dtype=np.float64)
+    if xb.ndim != 2:
+        raise ValueError(f"X must be two-dimensional, got a chunk of shape {xb.shape}")
+    out = np.empty((xb.shape[0], 2))
+    for start in range(0, xb.shape[0], BLOCK_ROWS):  # each block is read once, from the cache
+        block = xb[start : start + BLOCK_ROWS]
+        squares = np.einsum("ij,ij->i", block, block)
+        if not np.all(np.isfinite(squares)) and not np.all(np.isfinite(block)):
+            raise ValueError("X contains NaN or infinity")
+        norms = np.sqrt(squares)
+        if rows["row_norm"] is None:
+            f = np.ones_like(norms)
+        else:
+            f = row_scales(norms, rows["row_norm"], rows["row_bound"])
+        scaled = norms * f
+        if rows["fit_intercept"]:
+            scaled = np.sqrt(scaled**2 + float(rows["intercept_scaling"]) ** 2)
+        out[start : start + BLOCK_ROWS, 0] = f
+        out[start : start + BLOCK_ROWS, 1] = scaled
+    return out
+
+
 class RowChunk:
     """A block of raw rows as the mechanism sees them, without copying the block.
 
@@ -32,22 +63,16 @@ class RowChunk:
     gradient and the Hessian read a block from the cache, not the chunk several times from memory.
     """
 
-    def __init__(self, xb, yb, loss: GLMLoss | None, rows: dict):
+    def __init__(self, xb, yb, loss: GLMLoss | None, rows: dict, scales=None):
         xb = np.asarray(xb, dtype=np.float64)
         if xb.ndim != 2:
             raise ValueError(f"X must be two-dimensional, got a chunk of shape {xb.shape}")
-        squares = np.einsum("ij,ij->i", xb, xb)
-        if not np.all(np.isfinite(squares)) and not np.all(np.isfinite(xb)):
-            raise ValueError("X contains NaN or infinity")
-        norms = np.sqrt(squares)
+        if scales is None:
+            scales = chunk_scales(xb, rows)
         self.xb = xb
-        if rows["row_norm"] is None:
-            self.f = np.ones_like(norms)
-        else:
-            self.f = row_scales(norms, rows["row_norm"], rows["row_bound"])
+        self.f = np.ascontiguousarray(scales[:, 0])
+        self.norms = np.ascontiguousarray(scales[:, 1])
         self.c = float(rows["intercept_scaling"]) if rows["fit_intercept"] else None
-        scaled = norms * self.f
-        self.norms = scaled if self.c is None else np.sqrt(scaled**2 + self.c**2)
         if loss is None:
             self.y, self.loss, self.args = np.asarray(yb, dtype=np.float64).ravel(), None, ()
             return
@@ -56,10 +81,24 @@ class RowChunk:
         self.args = (self.y,) if kappa is None else (self.y, kappa)
 
     def times(self, theta: np.ndarray) -> np.ndarray:
-        """X~ theta for the transformed rows X~."""
+        """X~ theta for the transformed rows X~.
+
+        On rows stored row by row, by ``einsum``, not BLAS: this product is the pass's first
+        read of a block held in memory (when the source keeps the rows' scales), and
+        numpy's loop streams it from memory faster than OpenBLAS's matrix-vector kernel: a
+        pass over 10^6 x 100 rows in 4,096-row blocks took 0.062-0.074 s against
+        0.098-0.109 s (with the transposed product, which then reads the block from the
+        cache, by BLAS). On rows stored column by column (Parquet chunks) BLAS is the
+        faster: 6.9 ms against 11.1 ms for both products over 125,000 x 100 rows.
+        """
+        head = theta if self.c is None else theta[:-1]
+        if self.xb.strides[0] >= self.xb.strides[1]:
+            product = np.einsum("ij,j->i", self.xb, head)
+        else:
+            product = self.xb @ head
         if self.c is None:
-            return self.f * (self.xb @ theta)
-        return self.f * (self.xb @ theta[:-1]) + self.c * theta[-1]
+            return self.f * product
+        return self.f * product + self.c * theta[-1]
 
     def transposed_times(self, weights: np.ndarray) -> np.ndarray:
         """X~^T weights."""
@@ -124,16 +163,39 @@ class RowChunk:
 BLOCK_ROWS = 4096
 
 
-def row_blocks(xb, yb, loss: GLMLoss | None, rows: dict, multiple: int = 1):
+class RowScales:
+    """The :func:`chunk_scales` of a chunk held in memory, filled by the first pass over it.
+
+    That pass computes each block's scales from the block it reads anyway and keeps them
+    here, so that keeping them costs no read of the rows of its own.
+    """
+
+    def __init__(self, rows: int):
+        self.values = np.empty((rows, 2))
+        self.filled = False
+
+
+def row_blocks(xb, yb, loss: GLMLoss | None, rows: dict, multiple: int = 1, scales=None):
     """The chunk as :class:`RowChunk` blocks of about :data:`BLOCK_ROWS` rows (a multiple of
-    ``multiple``, so that every k-th row of each block is every k-th row of the chunk)."""
+    ``multiple``, so that every k-th row of each block is every k-th row of the chunk).
+
+    ``scales``: the chunk's :func:`chunk_scales` if the source holds them, as an array or a
+    :class:`RowScales` (filled by this pass if it is not yet); None: each block computes
+    its own."""
     xb = np.asarray(xb, dtype=np.float64)
     if xb.ndim != 2:
         raise ValueError(f"X must be two-dimensional, got a chunk of shape {xb.shape}")
     yb = np.asarray(yb).ravel()
+    fill = isinstance(scales, RowScales) and not scales.filled
+    held = scales.values if isinstance(scales, RowScales) else scales
     step = multiple * -(-BLOCK_ROWS // multiple)
     for start in range(0, max(xb.shape[0], 1), step):
-        yield RowChunk(xb[start : start + step], yb[start : start + step], loss, rows)
+        part = slice(start, start + step)
+        if fill:
+            held[part] = chunk_scales(xb[part], rows)
+        yield RowChunk(xb[part], yb[part], loss, rows, None if held is None else held[part])
+    if fill:
+        scales.filled = True
 
 
 def _hessian_sampling(xb, stride: int) -> tuple[float, np.ndarray]:
@@ -143,14 +205,14 @@ def _hessian_sampling(xb, stride: int) -> tuple[float, np.ndarray]:
     return scale, np.empty(-(-BLOCK_ROWS // stride) * np.shape(xb)[1])
 
 
-def chunk_value_grad(xb, yb, theta, loss, rows, hessian=0, value=True):
+def chunk_value_grad(xb, yb, theta, loss, rows, hessian=0, value=True, scales=None):
     stride = max(1, int(hessian))
     scale, scratch = _hessian_sampling(xb, stride) if hessian else (1.0, None)
-    blocks = row_blocks(xb, yb, loss, rows, stride)
+    blocks = row_blocks(xb, yb, loss, rows, stride, scales)
     return sum(block.value_grad(theta, hessian, value, scale, scratch) for block in blocks)
 
 
-def chunk_hessian(xb, yb, theta, loss, rows, stride=1):
+def chunk_hessian(xb, yb, theta, loss, rows, stride=1, scales=None):
     stride = max(1, int(stride))
     scale, scratch = _hessian_sampling(xb, stride)
     return sum(
@@ -160,20 +222,20 @@ def chunk_hessian(xb, yb, theta, loss, rows, stride=1):
             scale,
             scratch,
         ).ravel()
-        for block in row_blocks(xb, yb, loss, rows, stride)
+        for block in row_blocks(xb, yb, loss, rows, stride, scales)
     )
 
 
-def chunk_hvp(xb, yb, theta, v, loss, rows):
+def chunk_hvp(xb, yb, theta, v, loss, rows, scales=None):
     return sum(
         block.transposed_times(
             block.loss.second_derivative(block.times(theta), *block.args) * block.times(v)
         )
-        for block in row_blocks(xb, yb, loss, rows)
+        for block in row_blocks(xb, yb, loss, rows, scales=scales)
     )
 
 
-def chunk_clipped_sum(xb, yb, theta, loss, clip, rows):
+def chunk_clipped_sum(xb, yb, theta, loss, clip, rows, scales=None):
     from .dpsgd import _clipped_weights
 
     return sum(
@@ -182,5 +244,5 @@ def chunk_clipped_sum(xb, yb, theta, loss, clip, rows):
                 block.times(theta), check_labels(loss, block.y), block.norms, loss, clip
             )
         )
-        for block in row_blocks(xb, yb, None, rows)
+        for block in row_blocks(xb, yb, None, rows, scales=scales)
     )

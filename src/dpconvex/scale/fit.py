@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..mechanisms.row_kernels import chunk_scales
 from .objective import DaskRows, check_dask_inputs, first_chunks, is_dask_array, prepare_chunk
 
 __all__ = [
@@ -53,31 +54,36 @@ def cache_labels(X, y):
     return dask.persist(y)[0] if keeps_rows(X) else y
 
 
-def cache_rows(X, targets, first_rows: int = 0):
-    """``(X, targets)``, held in the workers' memory for one fit when they fit there.
+def cache_rows(X, targets, first_rows: int = 0, rows: dict | None = None):
+    """``(X, targets, scales)``, held in the workers' memory for one fit when they fit there.
 
     See :func:`keeps_rows` for when. ``targets`` (labels as the mechanism reads them,
-    computed from ``y``) are kept with the rows, so that no pass recomputes them. The
-    chunks that hold the first ``first_rows`` rows are read before the others (a higher
-    task priority on dask.distributed), so that the solver's warm start, which reads
-    only those rows (:meth:`~dpconvex.scale.objective.DaskRows.subsample`), runs while the
-    rest load. With the labels read first (:func:`cache_labels`), a fit on 10^6 x 100
-    rows in Zarr files took a median 2.21-2.33 s instead of 2.75-3.03 s (three
-    interleaved rounds of 5 fits; Parquet 2.01-2.08 s instead of 2.13-2.42 s; 2 workers
-    x 1 thread).
+    computed from ``y``) are kept with the rows, so that no pass recomputes them; so are,
+    given the row policy ``rows``, the rows' scales (each row's factor and norm,
+    :func:`~dpconvex.mechanisms.row_kernels.chunk_scales`; 16 bytes per row), so that no
+    pass recomputes the rows' norms (else ``scales`` is None). The chunks that hold the
+    first ``first_rows`` rows are read before the others (a higher task priority on
+    dask.distributed), so that the solver's warm start, which reads only those rows
+    (:meth:`~dpconvex.scale.objective.DaskRows.subsample`), runs while the rest load.
+    With the labels read first (:func:`cache_labels`), a fit on 10^6 x 100 rows in Zarr
+    files took a median 2.21-2.33 s instead of 2.75-3.03 s (three interleaved rounds of
+    5 fits; Parquet 2.01-2.08 s instead of 2.13-2.42 s; 2 workers x 1 thread).
     """
     import dask
 
     if not keeps_rows(X):
-        return X, list(targets)
+        return X, list(targets), None
     head = first_chunks(X, first_rows)
 
     def first_chunks_first(key) -> int:  # a chunk's key is (name, row block, column block)
         return int(isinstance(key, tuple) and len(key) > 1 and key[1] < head)
 
+    extra = []
+    if rows is not None:
+        extra = [X.map_blocks(chunk_scales, rows, dtype=np.float64, chunks=(X.chunks[0], (2,)))]
     with dask.annotate(priority=first_chunks_first):
-        X, *targets = dask.persist(X, *targets)
-    return X, targets
+        X, *held = dask.persist(X, *extra, *targets)
+    return X, held[len(extra) :], held[0] if extra else None
 
 
 def _memory() -> float:
@@ -94,16 +100,20 @@ def _memory() -> float:
     return float(sum(limits))
 
 
-def dask_rows(est, X, y) -> DaskRows:
-    """The row source over dask rows ``X`` and labels ``y``, with ``est``'s row policy."""
-    return DaskRows(
-        X,
-        y,
-        row_norm=est.row_norm,
-        row_bound=est.row_bound,
-        fit_intercept=est.fit_intercept,
-        intercept_scaling=est.intercept_scaling,
-    )
+def row_policy(est) -> dict:
+    """``est``'s row policy and intercept, as the row kernels take them."""
+    return {
+        "row_norm": est.row_norm,
+        "row_bound": est.row_bound,
+        "fit_intercept": est.fit_intercept,
+        "intercept_scaling": est.intercept_scaling,
+    }
+
+
+def dask_rows(est, X, y, scales=None) -> DaskRows:
+    """The row source over dask rows ``X`` and labels ``y``, with ``est``'s row policy
+    (and the rows' scales, when :func:`cache_rows` kept them)."""
+    return DaskRows(X, y, **row_policy(est), scales=scales)
 
 
 def linear_scores(est, X):
