@@ -71,14 +71,17 @@ def _held_head(X, y, m: int):
     from distributed import default_client
 
     blocks = default_client().gather(held[0] + held[1])
-    xs, ys = blocks[:k], blocks[k:]
-    return (xs[0] if k == 1 else np.concatenate(xs))[:m], np.concatenate(ys)[:m]
+    return _first_rows(blocks[:k], blocks[k:], m)
+
+
+def _first_rows(xs: list, ys: list, m: int):
+    """The first m rows of the leading row chunks ``xs`` and label chunks ``ys``."""
+    return (xs[0] if len(xs) == 1 else np.concatenate(xs))[:m], np.concatenate(ys)[:m]
 
 
 def _solve_head(xs: list, ys: list, m: int, rows: dict, fn):
     """``fn`` of the in-memory source over the first m rows of the chunks ``xs``, ``ys``."""
-    X = (xs[0] if len(xs) == 1 else np.concatenate(xs))[:m]
-    y = np.concatenate(ys)[:m]
+    X, y = _first_rows(xs, ys, m)
     return fn(InMemoryRows.from_raw(X, y, None, **rows))
 
 
