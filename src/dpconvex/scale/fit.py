@@ -64,7 +64,7 @@ def cache_rows(X, targets, first_rows: int = 0, rows: dict | None = None):
     pass recomputes the rows' norms (else ``scales`` is None). The chunks that hold the
     first ``first_rows`` rows are read before the others (a higher task priority on
     dask.distributed), so that the solver's warm start, which reads only those rows
-    (:meth:`~dpconvex.scale.objective.DaskRows.subsample`), runs while the rest load.
+    (:meth:`~dpconvex.scale.objective.DaskRows.on_subsample`), runs while the rest load.
     With the labels read first (:func:`cache_labels`), a fit on 10^6 x 100 rows in Zarr
     files took a median 2.21-2.33 s instead of 2.75-3.03 s (three interleaved rounds of
     5 fits; Parquet 2.01-2.08 s instead of 2.13-2.42 s; 2 workers x 1 thread).

@@ -238,9 +238,9 @@ class DaskRows:
 
         When those chunks are held in the memory of dask.distributed workers (a fit keeps
         the rows there and reads the first chunks first, :func:`dpconvex.scale.fit.cache_rows`),
-        they are fetched as they are, so the warm start is solved here while the other
-        chunks load: a task that sliced them would wait for a worker thread, behind the
-        load of another chunk.
+        they are fetched as they are stored: a task that sliced them would wait for a
+        worker thread, behind the load of another chunk. (The solver's warm start does not
+        fetch them: it is solved where they are, :meth:`on_subsample`.)
         """
         import dask
 
