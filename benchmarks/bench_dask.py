@@ -30,6 +30,9 @@ On a dask.distributed LocalCluster of 2 workers x 1 thread (--worker-memory each
   untimed one-chunk warm-up), and the
   ratios (seconds per fit pass) / (the median plain pass) and / (the fastest plain pass):
   a plain pass over page-cached files varies by 20-50 % from one run to the next here;
+* for Zarr, the same plain pass through zarr's own reader (``dask.array.from_zarr``) at
+  the same moments: ``read_zarr`` reads the chunk files directly
+  (:mod:`dpconvex.scale.zarr_chunks`), so its plain pass is not zarr's;
 * peak RSS during the fits: the largest sum of resident set sizes of this process and
   all its children (the dask nannies and workers), sampled every 0.2 s;
 * for sizes up to --in-memory-rows (default 1e6): the same rows loaded with
@@ -221,6 +224,13 @@ def load_readers() -> None:
         importlib.import_module(module)
 
 
+def zarrs_reader(path: Path):
+    """X through zarr's own reader (``dask.array.from_zarr``), not read_zarr's direct one."""
+    import dask.array as da
+
+    return da.from_zarr(str(path), component="X")
+
+
 def plain_pass(X, y) -> float:
     """Seconds of one plain dask reduction over the files: X^T y, a d-vector."""
     settle()  # no chunk a fit kept in memory is still there to be reused
@@ -246,6 +256,9 @@ def measure(path: Path, fmt: str, n: int, args) -> dict:
     X, y = open_data(path, fmt)
     (X[:1].T @ y[:1].astype(np.float64)).compute()  # warm-up: opens the store, reads 1 chunk
     out = {"chunks": len(X.chunks[0]), "plains": [plain_pass(X, y)], "fits": []}
+    # Zarr: the same plain pass through zarr's own reader, beside read_zarr's direct one
+    zarr_reader = zarrs_reader(path) if fmt == "zarr" else None
+    out["plains_zarr"] = [] if zarr_reader is None else [plain_pass(zarr_reader, y)]
     out["cached"] = args.cache == "auto" and keeps_rows(X)
     new_model(args.solver).fit(X[:2000], y[:2000])  # untimed: the workers import the kernels
     peaks = []
@@ -258,6 +271,8 @@ def measure(path: Path, fmt: str, n: int, args) -> dict:
             out["fits"].append(time.perf_counter() - start)
         peaks.append(mem.peak)
         out["plains"].append(plain_pass(X, y))
+        if zarr_reader is not None:
+            out["plains_zarr"].append(plain_pass(zarr_reader, y))
     out["fit"] = float(np.median(out["fits"]))
     out["plain"] = float(np.median(out["plains"]))
     out.update(peak=max(peaks), passes=model.n_passes_, n_iter=int(model.n_iter_[0]))
@@ -299,10 +314,11 @@ def table_row(n: int, fmt: str, size: int, write: float | None, m: dict) -> str:
     written = "reused" if write is None else f"{write:.1f}"
     fits = ", ".join(f"{t:.1f}" for t in m["fits"])
     plains = ", ".join(f"{t:.2f}" for t in m["plains"])
+    zarrs = ", ".join(f"{t:.2f}" for t in m["plains_zarr"]) or "-"
     return (
         f"| {n:.0e} | {fmt} | {'yes' if m['cached'] else 'no'} | {m['chunks']} | "
         f"{size / 1e9:.2f} | {written} | {fits} | "
-        f"{m['passes']} | {per_pass:.2f} | {plains} | "
+        f"{m['passes']} | {per_pass:.2f} | {plains} | {zarrs} | "
         f"{per_pass / m['plain']:.2f} | {per_pass / min(m['plains']):.2f} | "
         f"{m['fit'] / (n / 1e6):.1f} | {m['peak'] / 2**30:.2f} | {memory} |"
     )
@@ -351,11 +367,12 @@ def main() -> None:
         "",
         "| rows | format | rows kept in memory | chunks | on disk GB | write s | fit s | passes "
         "| s per pass (median fit) "
-        "| plain pass s (before the first fit, after each) | per pass / median plain "
+        "| plain pass s (before the first fit, after each) "
+        "| plain pass s, zarr's own reader | per pass / median plain "
         "| per pass / fastest plain | fit s per 1e6 rows | peak RSS GiB "
         "| in-memory fit s | out-of-core / in-memory | max abs coef diff (<= 2 tau/lam) "
         "| same event |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     print("\n".join(lines), flush=True)
     dask.config.set({"dpconvex.cache-rows": args.cache == "auto" and "auto"})

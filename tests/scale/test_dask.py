@@ -21,12 +21,6 @@ from dpconvex.scale.data import read_parquet, read_table, read_zarr, synthetic_g
 from dpconvex.scale.fit import cache_labels, cache_rows  # noqa: E402
 
 
-@pytest.fixture(autouse=True)
-def synchronous_scheduler():
-    with dask.config.set(scheduler="synchronous"):
-        yield
-
-
 @pytest.fixture(scope="module")
 def data():
     rng = np.random.default_rng(0)
@@ -287,12 +281,15 @@ def test_cached_rows_change_nothing_the_fit_computes(data):
         np.testing.assert_array_equal(kept_target.compute(), np.where(y > 0, 1.0, -1.0))
         np.testing.assert_array_equal(scales.compute(), chunk_scales(X, rows))
     assert cache_rows(Xd, [target])[2] is None  # no row policy: no scales
-    assert len(cache_labels(Xd, yd).__dask_graph__()) == len(yd.chunks[0])
+    kept_X, kept_y = cache_labels(Xd, yd)
+    assert len(kept_y.__dask_graph__()) == len(yd.chunks[0])
+    assert len(kept_X.__dask_graph__()) == len(Xd.chunks[0])
+    np.testing.assert_array_equal(kept_X.compute(), X)
     with dask.config.set({"dpconvex.cache-rows": False}):
         assert cache_rows(Xd, [target])[0] is Xd
         assert cache_rows(Xd, [target])[1][0] is target
         assert cache_rows(Xd, [target], 0, rows)[2] is None
-        assert cache_labels(Xd, yd) is yd
+        assert cache_labels(Xd, yd) == (Xd, yd)
     with (
         dask.config.set({"dpconvex.cache-rows": "sometimes"}),
         pytest.raises(ValueError, match="dpconvex.cache-rows must be"),
@@ -416,6 +413,48 @@ def test_kept_rows_load_the_warm_start_chunks_first():
         kept, _, _ = cache_rows(X, [target], first_rows=120)  # rows 0-119: chunks 0, 1, 2
         order = [f.key[1] for f in distributed.as_completed(distributed.futures_of(kept))]
     assert sorted(order[:3]) == [0, 1, 2], order
+
+
+@pytest.mark.parametrize("saturation", [None, "inf"])
+def test_kept_rows_load_while_the_labels_are_checked(saturation):
+    """cache_labels: the labels first, then the warm start's chunks, and a label check
+    submitted afterwards runs before the other chunks (which load meanwhile), whether
+    the scheduler queues the chunks (dask's default) or sends them all to the workers
+    at once (worker-saturation inf: then only their priority keeps them behind)."""
+    import time
+
+    distributed = pytest.importorskip("distributed")
+
+    def chunk(block_info=None):
+        time.sleep(0.08)
+        return np.full((50, 3), float(block_info[None]["chunk-location"][0]))
+
+    X = da.map_blocks(chunk, chunks=((50,) * 12, (3,)), dtype=float)
+    y = da.ones(600, chunks=50)
+    queuing = {} if saturation is None else {"distributed.scheduler.worker-saturation": saturation}
+    with (
+        dask.config.set({"dpconvex.cache-rows": True, **queuing}),
+        distributed.Client(
+            processes=False, n_workers=1, threads_per_worker=1, dashboard_address=None
+        ) as client,
+    ):
+        with distributed.get_task_stream() as stream:
+            kept_X, kept_y = cache_labels(X, y, first_rows=120)  # rows 0-119: chunks 0-2
+            # later than dask's FIFO window (0.1 s): without the rows' lower priority the
+            # check would wait for every chunk submitted before it
+            time.sleep(0.2)
+            check = client.compute((kept_y == 1).all())
+            assert check.result()
+            distributed.wait(kept_X)
+    done = sorted(stream.data, key=lambda task: task["startstops"][-1]["stop"])
+    order = [task["key"] for task in done]
+    rows = [key[1] for key in order if key[0] == kept_X.name]
+    labels = [i for i, key in enumerate(order) if key[0] == kept_y.name]
+    assert sorted(rows[:3]) == [0, 1, 2], order
+    assert max(labels) < order.index((kept_X.name, rows[0], 0)), order
+    # at most a chunk or two was under way when the check was submitted
+    later = [key for key in order[order.index(check.key) :] if key[0] == kept_X.name]
+    assert len(later) >= 6, order
 
 
 @pytest.mark.parametrize("m", [1, 120, 150, 600])

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..losses import GLMLoss
-from ..optim.objective import clipping_kappa, weighted_gram
+from ..optim.objective import clipping_kappa
 from ._checks import check_labels
 from .rows import row_scales
 
@@ -110,48 +110,76 @@ class RowChunk:
         curvature: np.ndarray,
         stride: int = 1,
         scale: float | None = None,
-        scratch: np.ndarray | None = None,
-    ) -> np.ndarray:
-        """X~^T diag(curvature) X~ (a BLAS rank-k update on the scaled block).
+        gram: GramSum | None = None,
+    ) -> np.ndarray | None:
+        """X~^T diag(curvature) X~ (a BLAS rank-k update on the weighted block).
 
         With ``stride`` k > 1, from every k-th row only, times ``scale`` (default: rows /
         rows used): the subsampled Hessian of a sub-sampled Newton method (the gradient
-        stays exact). ``scratch``: a flat float64 array of at least (rows used) x p
-        numbers for the weighted copy of the block, reused from block to block.
+        stays exact). ``gram``: a :class:`GramSum` that the block's update is added to
+        (then None is returned), reused from block to block; by default a new one whose
+        sum is returned.
         """
         xb = self.xb[::stride] if stride > 1 else self.xb
         if scale is None:
             scale = self.xb.shape[0] / max(xb.shape[0], 1)
-        weights = np.maximum(curvature[::stride], 0.0)
-        f = self.f[::stride]
-        root = f * np.sqrt(weights * scale)
-        head = weighted_gram(xb, root, scratch)
-        if self.c is None:
-            return head
-        d = head.shape[0] + 1
-        hess = np.empty((d, d))
-        hess[:-1, :-1] = head
-        hess[:-1, -1] = hess[-1, :-1] = self.c * scale * (xb.T @ (f * weights))
-        hess[-1, -1] = self.c**2 * scale * weights.sum()
-        return hess
+        root = np.sqrt(np.maximum(curvature[::stride], 0.0) * scale)
+        total = GramSum(xb.shape[0], xb.shape[1] + (self.c is not None)) if gram is None else gram
+        total.add(xb, self.f[::stride] * root, None if self.c is None else self.c * root)
+        return total.result() if gram is None else None
 
-    def value_grad(
-        self,
-        theta,
-        hessian: int = 0,
-        value: bool = True,
-        scale: float | None = None,
-        scratch: np.ndarray | None = None,
-    ) -> np.ndarray:
-        """[value (if ``value``), gradient, Hessian (row stride ``hessian``, if > 0)]."""
+    def value_grad(self, theta, value: bool = True, curvature_to=None) -> np.ndarray:
+        """[value (if ``value``), gradient]; with ``curvature_to`` (a function of the
+        block and its curvature f''(margins)), that is called too (the Hessian's update)."""
         u = self.times(theta)
         parts = [self.transposed_times(self.loss.derivative(u, *self.args))]
         if value:
             parts.insert(0, [self.loss.value(u, *self.args).sum()])
-        if hessian:
-            curvature = self.loss.second_derivative(u, *self.args)
-            parts.append(self.hessian(curvature, int(hessian), scale, scratch).ravel())
+        if curvature_to is not None:
+            curvature_to(self, self.loss.second_derivative(u, *self.args))
         return np.concatenate(parts)
+
+
+class GramSum:
+    """A running sum of A_b^T A_b over row blocks A_b = [diag(r) X_b, s] (s: an optional
+    last column), kept as the upper triangle that BLAS's symmetric rank-k update (dsyrk)
+    adds each block to in place.
+
+    Each block's weighted copy, with its last column, is written into one scratch array
+    in the block's own layout (no new array per block: in dask's workers every large new
+    array is a fresh mapping whose pages fault on first touch), and the d x d sum is
+    symmetrized once, at the end. Against a d x d product per block plus the
+    intercept's matrix-vector product, summed block by block: 0.060 s against 0.070 s for
+    the value, gradient and Hessian of a 125,000 x 100 chunk.
+    """
+
+    def __init__(self, rows: int, d: int):
+        self.scratch = np.empty(max(rows, 1) * d)
+        self.upper = np.zeros((d, d), order="F")
+        self.d = d
+
+    def add(self, xb: np.ndarray, root: np.ndarray, last: np.ndarray | None = None) -> None:
+        from scipy.linalg.blas import dsyrk
+
+        m, p = xb.shape
+        if m == 0:
+            return
+        if self.scratch.size < m * self.d:
+            self.scratch = np.empty(m * self.d)
+        columns = xb.strides[0] < xb.strides[1]  # column-major block (Parquet chunks)
+        flat = self.scratch[: m * self.d]
+        weighted = flat.reshape((m, self.d), order="F" if columns else "C")
+        np.multiply(xb, root[:, None], out=weighted[:, :p])
+        if last is not None:
+            weighted[:, p] = last
+        # A^T A from the F-ordered A itself (trans=1), or as B B^T for B = A^T, which is
+        # F-ordered when A is row-major (trans=0): no copy either way
+        a, trans = (weighted, 1) if columns else (weighted.T, 0)
+        self.upper = dsyrk(1.0, a, beta=1.0, c=self.upper, trans=trans, overwrite_c=1)
+
+    def result(self) -> np.ndarray:
+        """The symmetric sum (a new d x d array)."""
+        return np.triu(self.upper) + np.triu(self.upper, 1).T
 
 
 #: rows per block of a chunk's kernels. A 4,096 x 100 float64 block (3.2 MB) stays in the
@@ -198,32 +226,36 @@ def row_blocks(xb, yb, loss: GLMLoss | None, rows: dict, multiple: int = 1, scal
         scales.filled = True
 
 
-def _hessian_sampling(xb, stride: int) -> tuple[float, np.ndarray]:
-    """(rows / rows used in the whole chunk, one scratch array for the blocks' weighted
-    copies of the Hessian: see :data:`BLOCK_ROWS`) for every ``stride``-th row."""
+def _hessian_sum(xb, stride: int, with_intercept: bool) -> tuple[float, GramSum]:
+    """(rows / rows used in the whole chunk, one :class:`GramSum` for the blocks' updates:
+    see :data:`BLOCK_ROWS`) for every ``stride``-th row."""
     scale = len(xb) / max(-(-len(xb) // stride), 1)
-    return scale, np.empty(-(-BLOCK_ROWS // stride) * np.shape(xb)[1])
+    return scale, GramSum(-(-BLOCK_ROWS // stride), np.shape(xb)[1] + with_intercept)
 
 
 def chunk_value_grad(xb, yb, theta, loss, rows, hessian=0, value=True, scales=None):
+    """[value (if ``value``), gradient, Hessian (row stride ``hessian``, if > 0) raveled]."""
     stride = max(1, int(hessian))
-    scale, scratch = _hessian_sampling(xb, stride) if hessian else (1.0, None)
     blocks = row_blocks(xb, yb, loss, rows, stride, scales)
-    return sum(block.value_grad(theta, hessian, value, scale, scratch) for block in blocks)
+    if not hessian:
+        return sum(block.value_grad(theta, value) for block in blocks)
+    scale, gram = _hessian_sum(xb, stride, rows["fit_intercept"])
+
+    def update(block, curvature):
+        block.hessian(curvature, stride, scale, gram)
+
+    head = sum(block.value_grad(theta, value, update) for block in blocks)
+    return np.concatenate([head, gram.result().ravel()])
 
 
 def chunk_hessian(xb, yb, theta, loss, rows, stride=1, scales=None):
     stride = max(1, int(stride))
-    scale, scratch = _hessian_sampling(xb, stride)
-    return sum(
+    scale, gram = _hessian_sum(xb, stride, rows["fit_intercept"])
+    for block in row_blocks(xb, yb, loss, rows, stride, scales):
         block.hessian(
-            block.loss.second_derivative(block.times(theta), *block.args),
-            stride,
-            scale,
-            scratch,
-        ).ravel()
-        for block in row_blocks(xb, yb, loss, rows, stride, scales)
-    )
+            block.loss.second_derivative(block.times(theta), *block.args), stride, scale, gram
+        )
+    return gram.result().ravel()
 
 
 def chunk_hvp(xb, yb, theta, v, loss, rows, scales=None):

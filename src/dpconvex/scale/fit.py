@@ -43,15 +43,36 @@ def keeps_rows(X) -> bool:
     return setting is True or (setting == "auto" and held <= CACHE_SHARE * _memory())
 
 
-def cache_labels(X, y):
-    """``y``, held in the workers' memory when the fit keeps the rows (:func:`keeps_rows`).
+def cache_labels(X, y, first_rows: int = 0):
+    """``(X, y)``, both held in the workers' memory when the fit keeps the rows
+    (:func:`keeps_rows`); else as given.
 
-    The labels are read on their own, before the rows (:func:`cache_rows`), so that the
-    label check, a pass over ``y`` alone, does not wait for the rows to load.
+    Both start loading here, at task priorities that let the label check (a pass over
+    ``y`` alone, submitted next at dask's default priority 0) run before most of the
+    rows load: the labels at priority 2, the chunks that hold the first ``first_rows``
+    rows (read by Newton's warm start, see :func:`cache_rows`) at 1, the other chunks at
+    -1. The rows thus load while the labels are checked; if the check refuses, they are
+    dropped unused, and nothing has been computed from them.
     """
     import dask
 
-    return dask.persist(y)[0] if keeps_rows(X) else y
+    if not keeps_rows(X):
+        return X, y
+    head = first_chunks(X, first_rows)
+
+    def first_chunks_first(key) -> int:  # a chunk's key is (name, row block, column block)
+        return 1 if _row_block(key) < head else -1
+
+    with dask.annotate(priority=2):
+        (y,) = dask.persist(y)
+    with dask.annotate(priority=first_chunks_first):
+        (X,) = dask.persist(X)
+    return X, y
+
+
+def _row_block(key) -> int:
+    """The row block of a dask chunk's key (name, row block, ...); 0 for any other key."""
+    return key[1] if isinstance(key, tuple) and len(key) > 1 else 0
 
 
 def cache_rows(X, targets, first_rows: int = 0, rows: dict | None = None):
@@ -75,8 +96,8 @@ def cache_rows(X, targets, first_rows: int = 0, rows: dict | None = None):
         return X, list(targets), None
     head = first_chunks(X, first_rows)
 
-    def first_chunks_first(key) -> int:  # a chunk's key is (name, row block, column block)
-        return int(isinstance(key, tuple) and len(key) > 1 and key[1] < head)
+    def first_chunks_first(key) -> int:
+        return int(_row_block(key) < head)
 
     extra = []
     if rows is not None:
