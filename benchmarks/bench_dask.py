@@ -36,9 +36,13 @@ On a dask.distributed LocalCluster of 2 workers x 1 thread (--worker-memory each
 * peak RSS during the fits: the largest sum of resident set sizes of this process and
   all its children (the dask nannies and workers), sampled every 0.2 s;
 * for sizes up to --in-memory-rows (default 1e6): the same rows loaded with
-  ``.compute()`` and fitted in memory with the same seed (so the same noise draws): its
-  time (the median of --repeats fits, after an untimed one on 2,000 rows, as out of
-  core), the ratio out-of-core / in-memory, the largest |coefficient difference| (coef_
+  ``.compute()`` and fitted in memory with the same seed (so the same noise draws),
+  once after each out-of-core fit and its plain passes (the rows are loaded for it and
+  dropped after it, outside the out-of-core fit's memory sampling), after an untimed one
+  on 2,000 rows as out of core: its times, the ratio of the medians out-of-core /
+  in-memory and the median of the paired ratios (each out-of-core fit over the
+  in-memory fit just after it: the machine's speed drifts over minutes, by 30 % between
+  two runs of the same in-memory fit here), the largest |coefficient difference| (coef_
   and intercept_) and whether ``dp_event_`` is identical. Both certified points lie
   within tau/lam of the same minimizer, so they may differ by at most 2 tau/lam (tau and
   lam from ``mechanism_params_``).
@@ -220,7 +224,13 @@ def open_data(path: Path, fmt: str):
 
 
 def load_readers() -> None:
-    for module in ("zarr", "pyarrow.parquet", "dpconvex.scale.objective"):
+    for module in (
+        "zarr",
+        "numcodecs",
+        "pyarrow.parquet",
+        "dpconvex.scale.objective",
+        "dpconvex.scale.zarr_chunks",
+    ):
         importlib.import_module(module)
 
 
@@ -261,7 +271,10 @@ def measure(path: Path, fmt: str, n: int, args) -> dict:
     out["plains_zarr"] = [] if zarr_reader is None else [plain_pass(zarr_reader, y)]
     out["cached"] = args.cache == "auto" and keeps_rows(X)
     new_model(args.solver).fit(X[:2000], y[:2000])  # untimed: the workers import the kernels
-    peaks = []
+    in_memory = n <= args.in_memory_rows
+    if in_memory:  # untimed warm-up, as out of core
+        new_model(args.solver).fit(*(a[:2000].compute(scheduler="sync") for a in (X, y)))
+    peaks, memory_fits = [], []
     for _ in range(args.repeats):  # fits and plain passes interleaved
         settle()  # the last fit's rows are gone from the workers: this fit reads its own
         model = new_model(args.solver)
@@ -273,25 +286,19 @@ def measure(path: Path, fmt: str, n: int, args) -> dict:
         out["plains"].append(plain_pass(X, y))
         if zarr_reader is not None:
             out["plains_zarr"].append(plain_pass(zarr_reader, y))
+        if in_memory:  # paired with this fit (the machine's speed drifts over minutes)
+            memory, seconds = fit_in_memory(X, y, args.solver)
+            memory_fits.append(seconds)
     out["fit"] = float(np.median(out["fits"]))
     out["plain"] = float(np.median(out["plains"]))
     out.update(peak=max(peaks), passes=model.n_passes_, n_iter=int(model.n_iter_[0]))
     params = model.mechanism_params_
     out["bound"] = 2 * params["tau"] / params["lam"]
     out["tau"], out["lam"] = params["tau"], params["lam"]
-    if n <= args.in_memory_rows:
-        # materialize in this process, not through the workers (n x d float64 at once)
-        Xm = X.compute(scheduler="synchronous")
-        ym = y.compute(scheduler="synchronous")
-        new_model(args.solver).fit(Xm[:2000], ym[:2000])  # untimed warm-up, as out of core
-        times = []
-        for _ in range(args.repeats):
-            memory = new_model(args.solver)
-            start = time.perf_counter()
-            memory.fit(Xm, ym)
-            times.append(time.perf_counter() - start)
-        out["memory"] = float(np.median(times))
-        del Xm, ym
+    if in_memory:
+        out["memory_fits"] = memory_fits
+        out["memory"] = float(np.median(memory_fits))
+        out["paired"] = float(np.median(np.divide(out["fits"], memory_fits)))
         out["diff"] = float(
             max(
                 np.abs(memory.coef_ - model.coef_).max(),
@@ -302,15 +309,33 @@ def measure(path: Path, fmt: str, n: int, args) -> dict:
     return out
 
 
+def fit_in_memory(X, y, solver: str):
+    """(model, seconds) of the same fit on the rows loaded into this process (read
+    synchronously, not through the workers, and dropped afterwards: the next
+    out-of-core fit's peak memory does not count them)."""
+    import gc
+
+    Xm = X.compute(scheduler="synchronous")
+    ym = y.compute(scheduler="synchronous")
+    model = new_model(solver)
+    start = time.perf_counter()
+    model.fit(Xm, ym)
+    seconds = time.perf_counter() - start
+    del Xm, ym
+    gc.collect()
+    return model, seconds
+
+
 def table_row(n: int, fmt: str, size: int, write: float | None, m: dict) -> str:
     per_pass = m["fit"] / m["passes"]
     if "memory" in m:
         memory = (
-            f"{m['memory']:.1f} | {m['fit'] / m['memory']:.1f} | "
+            f"{', '.join(f'{t:.2f}' for t in m['memory_fits'])} | "
+            f"{m['fit'] / m['memory']:.1f} | {m['paired']:.1f} | "
             f"{m['diff']:.1e} (<= {m['bound']:.1e}) | {'yes' if m['same_event'] else 'NO'}"
         )
     else:
-        memory = "- | - | - | -"
+        memory = "- | - | - | - | -"
     written = "reused" if write is None else f"{write:.1f}"
     fits = ", ".join(f"{t:.1f}" for t in m["fits"])
     plains = ", ".join(f"{t:.2f}" for t in m["plains"])
@@ -370,9 +395,10 @@ def main() -> None:
         "| plain pass s (before the first fit, after each) "
         "| plain pass s, zarr's own reader | per pass / median plain "
         "| per pass / fastest plain | fit s per 1e6 rows | peak RSS GiB "
-        "| in-memory fit s | out-of-core / in-memory | max abs coef diff (<= 2 tau/lam) "
+        "| in-memory fits s | out-of-core / in-memory (medians) | median of paired ratios "
+        "| max abs coef diff (<= 2 tau/lam) "
         "| same event |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     print("\n".join(lines), flush=True)
     dask.config.set({"dpconvex.cache-rows": args.cache == "auto" and "auto"})

@@ -457,6 +457,26 @@ def test_kept_rows_load_while_the_labels_are_checked(saturation):
     assert len(later) >= 6, order
 
 
+def test_kept_rows_and_labels_of_a_row_block_share_a_worker_in_turn():
+    """cache_labels on a cluster: row block i of X and y on worker i mod W (sorted)."""
+    distributed = pytest.importorskip("distributed")
+    X = da.ones((600, 3), chunks=(50, 3))
+    y = da.ones(600, chunks=50)
+    with (
+        dask.config.set({"dpconvex.cache-rows": True}),
+        distributed.Client(
+            processes=False, n_workers=3, threads_per_worker=1, dashboard_address=None
+        ) as client,
+    ):
+        workers = sorted(client.scheduler_info()["workers"])
+        kept_X, kept_y = cache_labels(X, y, first_rows=120)
+        distributed.wait([kept_X, kept_y])
+        held = client.who_has([kept_X, kept_y])
+    for key, where in held.items():
+        assert list(where) == [workers[key[1] % 3]], (key, where)
+    assert len(held) == 24
+
+
 @pytest.mark.parametrize("m", [1, 120, 150, 600])
 def test_subsample_of_rows_held_in_the_workers_is_gathered_as_stored(data, m):
     distributed = pytest.importorskip("distributed")

@@ -53,6 +53,16 @@ def cache_labels(X, y, first_rows: int = 0):
     rows (read by Newton's warm start, see :func:`cache_rows`) at 1, the other chunks at
     -1. The rows thus load while the labels are checked; if the check refuses, they are
     dropped unused, and nothing has been computed from them.
+
+    On a dask.distributed cluster, row block i of both (and so everything computed from
+    it: the targets, the rows' scales, each pass's task) is placed on worker i mod W of
+    the W workers (sorted by address; a loose restriction, so another worker takes it if
+    that one is gone). Left to the scheduler, one worker of two often held 5 of 8 chunks,
+    having taken the next chunk before the warm start was solved there, and then formed
+    5 of the 8 Hessians: on 10^6 x 100 rows a fit took a median 1.51 and 1.58 s instead
+    of 1.55 and 1.69 s from Zarr files, 1.49 and 1.60 s instead of 1.64 and 1.76 s from
+    Parquet files (two runs of 8 fits each, alternating in one process; the slowest fit
+    1.84-1.95 s instead of 1.92-2.77 s).
     """
     import dask
 
@@ -63,11 +73,25 @@ def cache_labels(X, y, first_rows: int = 0):
     def first_chunks_first(key) -> int:  # a chunk's key is (name, row block, column block)
         return 1 if _row_block(key) < head else -1
 
-    with dask.annotate(priority=2):
+    place = _round_robin()
+    with dask.annotate(priority=2, **place):
         (y,) = dask.persist(y)
-    with dask.annotate(priority=first_chunks_first):
+    with dask.annotate(priority=first_chunks_first, **place):
         (X,) = dask.persist(X)
     return X, y
+
+
+def _round_robin() -> dict:
+    """dask.annotate's arguments that put row block i on worker i mod W of a
+    dask.distributed cluster (loosely); none without a distributed client."""
+    workers = sorted(_workers() or ())
+    if not workers:
+        return {}
+
+    def worker(key) -> list[str]:
+        return [workers[_row_block(key) % len(workers)]]
+
+    return {"workers": worker, "allow_other_workers": True}
 
 
 def _row_block(key) -> int:
@@ -111,14 +135,21 @@ def _memory() -> float:
     """Bytes the workers may use: the sum of their memory limits, or what this process may."""
     import psutil
 
+    workers = _workers()
+    if workers is None:  # no distributed client: the local schedulers
+        return float(psutil.virtual_memory().available)
+    limits = [w.get("memory_limit") or psutil.virtual_memory().total for w in workers.values()]
+    return float(sum(limits))
+
+
+def _workers() -> dict | None:
+    """The workers of the dask.distributed client (address: info), None without one."""
     try:
         from distributed import default_client
 
-        workers = default_client().scheduler_info(n_workers=-1)["workers"].values()
-    except (ImportError, ValueError):  # no distributed client: the local schedulers
-        return float(psutil.virtual_memory().available)
-    limits = [w.get("memory_limit") or psutil.virtual_memory().total for w in workers]
-    return float(sum(limits))
+        return default_client().scheduler_info(n_workers=-1)["workers"]
+    except (ImportError, ValueError):
+        return None
 
 
 def row_policy(est) -> dict:
