@@ -331,7 +331,7 @@ def table_row(n: int, fmt: str, size: int, write: float | None, m: dict) -> str:
     if "memory" in m:
         memory = (
             f"{', '.join(f'{t:.2f}' for t in m['memory_fits'])} | "
-            f"{m['fit'] / m['memory']:.1f} | {m['paired']:.1f} | "
+            f"{m['fit'] / m['memory']:.2f} | {m['paired']:.2f} | "
             f"{m['diff']:.1e} (<= {m['bound']:.1e}) | {'yes' if m['same_event'] else 'NO'}"
         )
     else:

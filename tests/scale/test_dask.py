@@ -18,7 +18,7 @@ from dpconvex.mechanisms.row_kernels import chunk_scales  # noqa: E402
 from dpconvex.optim import PerturbedGLMObjective  # noqa: E402
 from dpconvex.scale import DaskRows  # noqa: E402
 from dpconvex.scale.data import read_parquet, read_table, read_zarr, synthetic_glm  # noqa: E402
-from dpconvex.scale.fit import cache_labels, cache_rows  # noqa: E402
+from dpconvex.scale.fit import cache_inputs, cache_rows  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -281,7 +281,7 @@ def test_cached_rows_change_nothing_the_fit_computes(data):
         np.testing.assert_array_equal(kept_target.compute(), np.where(y > 0, 1.0, -1.0))
         np.testing.assert_array_equal(scales.compute(), chunk_scales(X, rows))
     assert cache_rows(Xd, [target])[2] is None  # no row policy: no scales
-    kept_X, kept_y = cache_labels(Xd, yd)
+    kept_X, kept_y = cache_inputs(Xd, yd)
     assert len(kept_y.__dask_graph__()) == len(yd.chunks[0])
     assert len(kept_X.__dask_graph__()) == len(Xd.chunks[0])
     np.testing.assert_array_equal(kept_X.compute(), X)
@@ -289,7 +289,7 @@ def test_cached_rows_change_nothing_the_fit_computes(data):
         assert cache_rows(Xd, [target])[0] is Xd
         assert cache_rows(Xd, [target])[1][0] is target
         assert cache_rows(Xd, [target], 0, rows)[2] is None
-        assert cache_labels(Xd, yd) == (Xd, yd)
+        assert cache_inputs(Xd, yd) == (Xd, yd)
     with (
         dask.config.set({"dpconvex.cache-rows": "sometimes"}),
         pytest.raises(ValueError, match="dpconvex.cache-rows must be"),
@@ -417,7 +417,7 @@ def test_kept_rows_load_the_warm_start_chunks_first():
 
 @pytest.mark.parametrize("saturation", [None, "inf"])
 def test_kept_rows_load_while_the_labels_are_checked(saturation):
-    """cache_labels: the labels first, then the warm start's chunks, and a label check
+    """cache_inputs: the labels first, then the warm start's chunks, and a label check
     submitted afterwards runs before the other chunks (which load meanwhile), whether
     the scheduler queues the chunks (dask's default) or sends them all to the workers
     at once (worker-saturation inf: then only their priority keeps them behind)."""
@@ -439,7 +439,7 @@ def test_kept_rows_load_while_the_labels_are_checked(saturation):
         ) as client,
     ):
         with distributed.get_task_stream() as stream:
-            kept_X, kept_y = cache_labels(X, y, first_rows=120)  # rows 0-119: chunks 0-2
+            kept_X, kept_y = cache_inputs(X, y, first_rows=120)  # rows 0-119: chunks 0-2
             # later than dask's FIFO window (0.1 s): without the rows' lower priority the
             # check would wait for every chunk submitted before it
             time.sleep(0.2)
@@ -458,7 +458,7 @@ def test_kept_rows_load_while_the_labels_are_checked(saturation):
 
 
 def test_kept_rows_and_labels_of_a_row_block_share_a_worker_in_turn():
-    """cache_labels on a cluster: row block i of X and y on worker i mod W (sorted)."""
+    """cache_inputs on a cluster: row block i of X and y on worker i mod W (sorted)."""
     distributed = pytest.importorskip("distributed")
     X = da.ones((600, 3), chunks=(50, 3))
     y = da.ones(600, chunks=50)
@@ -469,7 +469,7 @@ def test_kept_rows_and_labels_of_a_row_block_share_a_worker_in_turn():
         ) as client,
     ):
         workers = sorted(client.scheduler_info()["workers"])
-        kept_X, kept_y = cache_labels(X, y, first_rows=120)
+        kept_X, kept_y = cache_inputs(X, y, first_rows=120)
         distributed.wait([kept_X, kept_y])
         held = client.who_has([kept_X, kept_y])
     for key, where in held.items():

@@ -244,11 +244,11 @@ class _DPLinearModel(BaseEstimator):
         """validate_data for in-memory input; row-chunked dask arrays pass through lazily."""
         if is_dask_array(X):
             from ..optim.solvers import WARM_START_ROWS
-            from ..scale.fit import cache_labels, check_dask_inputs
+            from ..scale.fit import cache_inputs, check_dask_inputs
 
             X, y = check_dask_inputs(X, y)
             # the labels load first (the label check reads y alone), the rows meanwhile
-            X, y = cache_labels(X, y, WARM_START_ROWS)
+            X, y = cache_inputs(X, y, WARM_START_ROWS)
             self.n_features_in_ = int(X.shape[1])
             return X, y
         # text, missing or infinite values: name the column, not the cell (and when that
