@@ -128,6 +128,17 @@ def test_a_chunk_of_the_wrong_length_is_refused(tmp_path):
         handle.write(numcodecs.Zstd().encode(X[:50].tobytes()))
     with pytest.raises(ValueError, match="decodes to 2800 bytes; a chunk of this array has 5600"):
         _direct(tmp_path / "z.zarr").compute()
+    with open(chunks.files[2], "wb") as handle:  # and one of two chunks
+        handle.write(numcodecs.Zstd().encode(X[:200].tobytes()))
+    with pytest.raises(ValueError, match=r"does not decode to a chunk of this array \(5600"):
+        _direct(tmp_path / "z.zarr").compute()
+
+
+def test_chunks_smaller_than_the_sentinel(tmp_path):
+    group = zarr.open_group(str(tmp_path / "s.zarr"), mode="w")
+    group.create_array("X", shape=(5, 1), chunks=(1, 1), dtype="i1")[:] = np.arange(5)[:, None]
+    group.create_array("y", shape=(5,), chunks=(1,), dtype="i2")[:] = [1, -1, 1, -1, 1]
+    np.testing.assert_array_equal(_direct(tmp_path / "s.zarr").compute()[:, 0], np.arange(5))
 
 
 def test_a_chunk_ending_in_the_sentinel_is_still_read(tmp_path):

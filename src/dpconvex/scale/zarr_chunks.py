@@ -20,6 +20,7 @@ Chunks missing from the store (never written) hold the array's fill value, as in
 from __future__ import annotations
 
 import mmap
+import os
 import sys
 from dataclasses import dataclass
 from functools import partial
@@ -71,10 +72,17 @@ class ZarrChunks:
         return out[: self.rows[i]]
 
     def _decode(self, stored, flat: np.ndarray, name: str) -> None:
-        tail = flat[-_SENTINEL.size :]
-        tail[:] = _SENTINEL
-        self.codec.decode(stored, out=flat)
-        if np.array_equal(tail, _SENTINEL):  # a short decode would leave it: measure the length
+        mark = _SENTINEL[-min(flat.size, _SENTINEL.size) :]  # a chunk may be shorter
+        tail = flat[-mark.size :]
+        tail[:] = mark
+        try:
+            self.codec.decode(stored, out=flat)
+        except ValueError as error:  # numcodecs: the chunk decodes to more than its size
+            raise ValueError(
+                f"Zarr chunk {name} does not decode to a chunk of this array "
+                f"({flat.size} bytes): {error}"
+            ) from None
+        if np.array_equal(tail, mark):  # a short decode would leave it: measure the length
             decoded = np.frombuffer(self.codec.decode(stored), dtype=np.uint8)
             if decoded.size != flat.size:
                 raise ValueError(_length_error(name, decoded.size, flat.size, "decodes to"))
@@ -82,8 +90,6 @@ class ZarrChunks:
 
 
 def _file_size(handle) -> int:
-    import os
-
     return os.fstat(handle.fileno()).st_size
 
 
