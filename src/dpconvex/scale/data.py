@@ -60,13 +60,9 @@ def read_zarr(path: str | Path, x: str = "X", y: str | None = "y"):
     (:mod:`dpconvex.scale.zarr_chunks`: half the time of zarr's own reader on 10^6 x
     100 rows); any other layout is read by zarr.
     """
-    import dask.array as da
-
-    from .zarr_chunks import dask_rows, zarr_chunks
 
     text = str(path)
-    direct = zarr_chunks(_zarr_array(text, x))
-    X = da.from_zarr(text, component=x) if direct is None else dask_rows(direct)
+    X = _zarr_dask(text, x)
     if X.ndim != 2:
         raise ValueError(f"{text}/{x} must be two-dimensional, got shape {X.shape}")
     if not np.issubdtype(X.dtype, np.number) or np.issubdtype(X.dtype, np.complexfloating):
@@ -74,8 +70,7 @@ def read_zarr(path: str | Path, x: str = "X", y: str | None = "y"):
     X = X.rechunk({1: -1})
     if y is None:
         return X, None
-    direct = zarr_chunks(_zarr_array(text, y))
-    labels = da.from_zarr(text, component=y) if direct is None else dask_rows(direct)
+    labels = _zarr_dask(text, y)
     if labels.ndim == 2 and labels.shape[1] == 1:
         labels = labels[:, 0]
     if labels.ndim != 1 or labels.shape[0] != X.shape[0]:
@@ -86,12 +81,20 @@ def read_zarr(path: str | Path, x: str = "X", y: str | None = "y"):
     return X, labels.rechunk((X.chunks[0],))
 
 
-def _zarr_array(text: str, component: str):
-    """The zarr array ``component`` of a store in a local directory (opened read-only), or
-    None for any other store (URLs are read by dask's reader)."""
+def _zarr_dask(text: str, component: str):
+    """The zarr array ``component`` of the store at ``text`` as a dask array: read from its
+    chunk files directly (:mod:`dpconvex.scale.zarr_chunks`) when the store is a local
+    directory and the layout is covered, else by ``dask.array.from_zarr``."""
+    import dask.array as da
     import zarr
 
-    return zarr.open_array(text, path=component, mode="r") if Path(text).is_dir() else None
+    from .zarr_chunks import zarr_chunks
+
+    if Path(text).is_dir():
+        direct = zarr_chunks(zarr.open_array(text, path=component, mode="r"))
+        if direct is not None:
+            return direct.to_dask()
+    return da.from_zarr(text, component=component)
 
 
 def read_parquet(path: str | Path, target: str | None, features: list[str] | None = None):

@@ -68,17 +68,23 @@ def cache_inputs(X, y, first_rows: int = 0):
 
     if not keeps_rows(X):
         return X, y
-    head = first_chunks(X, first_rows)
-
-    def first_chunks_first(key) -> int:  # a chunk's key is (name, row block, column block)
-        return 1 if _row_block(key) < head else -1
-
     place = _round_robin()
     with dask.annotate(priority=2, **place):
         (y,) = dask.persist(y)
-    with dask.annotate(priority=first_chunks_first, **place):
+    with dask.annotate(priority=_first_chunks_first(X, first_rows, rest=-1), **place):
         (X,) = dask.persist(X)
     return X, y
+
+
+def _first_chunks_first(X, first_rows: int, rest: int):
+    """A task priority by key: 1 for the row chunks of ``X`` that hold its first
+    ``first_rows`` rows, ``rest`` for the others."""
+    head = first_chunks(X, first_rows)
+
+    def priority(key) -> int:  # a chunk's key is (name, row block, column block)
+        return 1 if _row_block(key) < head else rest
+
+    return priority
 
 
 def _round_robin() -> dict:
@@ -106,27 +112,21 @@ def cache_rows(X, targets, first_rows: int = 0, rows: dict | None = None):
     computed from ``y``) are kept with the rows, so that no pass recomputes them; so are,
     given the row policy ``rows``, the rows' scales (each row's factor and norm,
     :func:`~dpconvex.mechanisms.row_kernels.chunk_scales`; 16 bytes per row), so that no
-    pass recomputes the rows' norms (else ``scales`` is None). The chunks that hold the
-    first ``first_rows`` rows are read before the others (a higher task priority on
-    dask.distributed), so that the solver's warm start, which reads only those rows
-    (:meth:`~dpconvex.scale.objective.DaskRows.on_subsample`), runs while the rest load.
-    With the labels read first (:func:`cache_inputs`), a fit on 10^6 x 100 rows in Zarr
-    files took a median 2.21-2.33 s instead of 2.75-3.03 s (three interleaved rounds of
-    5 fits; Parquet 2.01-2.08 s instead of 2.13-2.42 s; 2 workers x 1 thread).
+    pass recomputes the rows' norms (else ``scales`` is None). What belongs to the chunks
+    that hold the first ``first_rows`` rows is computed before the rest (a higher task
+    priority on dask.distributed), so that the solver's warm start, which reads only
+    those rows (:meth:`~dpconvex.scale.objective.DaskRows.on_subsample`), runs while the
+    rest load: their targets and scales, and their reads when the rows are not held yet
+    (the estimators start the reads earlier, in :func:`cache_inputs`).
     """
     import dask
 
     if not keeps_rows(X):
         return X, list(targets), None
-    head = first_chunks(X, first_rows)
-
-    def first_chunks_first(key) -> int:
-        return int(_row_block(key) < head)
-
     extra = []
     if rows is not None:
         extra = [X.map_blocks(chunk_scales, rows, dtype=np.float64, chunks=(X.chunks[0], (2,)))]
-    with dask.annotate(priority=first_chunks_first):
+    with dask.annotate(priority=_first_chunks_first(X, first_rows, rest=0)):
         X, *held = dask.persist(X, *extra, *targets)
     return X, held[len(extra) :], held[0] if extra else None
 

@@ -71,6 +71,19 @@ class ZarrChunks:
                     self._decode(stored, flat, self.files[i])
         return out[: self.rows[i]]
 
+    def to_dask(self):
+        """The array as a dask array, one task per row chunk keyed by its chunk (name, i, 0),
+        or (name, i) for a vector."""
+        import dask.array as da
+
+        dtype = np.dtype(self.dtype)
+        return da.map_blocks(
+            partial(_read_block, self),
+            chunks=(self.rows, *((width,) for width in self.chunk_shape[1:])),
+            dtype=dtype,
+            meta=np.empty((0,) * len(self.chunk_shape), dtype=dtype),
+        )
+
     def _decode(self, stored, flat: np.ndarray, name: str) -> None:
         mark = _SENTINEL[-min(flat.size, _SENTINEL.size) :]  # a chunk may be shorter
         tail = flat[-mark.size :]
@@ -162,17 +175,3 @@ def _v3_codec(meta):
     decoders = {ZstdCodec: numcodecs.Zstd, BloscCodec: numcodecs.Blosc, GzipCodec: numcodecs.GZip}
     make = decoders.get(type(codecs[1]))
     return False if make is None else make()
-
-
-def dask_rows(chunks: ZarrChunks):
-    """The array as a dask array, one task per row chunk keyed by its chunk (name, i, 0),
-    or (name, i) for a vector."""
-    import dask.array as da
-
-    dtype = np.dtype(chunks.dtype)
-    return da.map_blocks(
-        partial(_read_block, chunks),
-        chunks=(chunks.rows, *((width,) for width in chunks.chunk_shape[1:])),
-        dtype=dtype,
-        meta=np.empty((0,) * len(chunks.chunk_shape), dtype=dtype),
-    )
