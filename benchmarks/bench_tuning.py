@@ -40,6 +40,7 @@ import time  # noqa: E402
 
 import numpy as np  # noqa: E402
 from scipy.stats import loguniform  # noqa: E402
+from search_runs import fit_counting_runs  # noqa: E402
 
 from dpconvex import DPLogisticRegression  # noqa: E402
 from dpconvex.accounting import CalibrationError  # noqa: E402
@@ -78,10 +79,10 @@ def run(name: str, eps: float, seed: int, n_jobs: int) -> list[dict]:
             **extra,
         )
         try:
-            _, t = _timed(lambda s=search: s.fit(X_train, y_train))
+            k, t = _timed(lambda s=search: fit_counting_runs(s, X_train, y_train))
             rows.append(dict(data=name, eps=eps, seed=seed, method=method,
                              acc=float(search.score(X_test, y_test)), seconds=t,
-                             runs=search.n_candidates_, run_eps=search.run_epsilon_,
+                             runs=k, run_eps=search.run_epsilon_,
                              spent=search.epsilon_, strategy=search.strategy_,
                              rate=search.best_params_.get("learning_rate")))  # fmt: skip
         except CalibrationError as error:

@@ -34,6 +34,7 @@ import time  # noqa: E402
 import numpy as np  # noqa: E402
 from joblib import Parallel, delayed  # noqa: E402
 from scipy.stats import loguniform  # noqa: E402
+from search_runs import fit_counting_runs  # noqa: E402
 from sklearn.datasets import make_classification  # noqa: E402
 
 from dpconvex import DPLogisticRegression, PrivateRandomSearch  # noqa: E402
@@ -88,13 +89,13 @@ def search_point(name, eps, q, mu, noise_factor, seed, share=0.0, shape=1.0):
         random_state=seed,
     )
     try:
-        s.fit(Xtr, ytr)
+        k = fit_counting_runs(s, Xtr, ytr)
     except Exception as exc:  # noqa: BLE001 - recorded, the grid goes on
         return dict(data=name, eps=eps, q=q, mu=mu, nf=noise_factor, seed=seed, share=share,
                     shape=shape, error=str(exc))  # fmt: skip
     return dict(
         data=name, eps=eps, q=q, mu=mu, nf=noise_factor, seed=seed, share=share, shape=shape,
-        acc=s.score(Xte, yte), run_eps=s.run_epsilon_, k=s.n_candidates_,
+        acc=s.score(Xte, yte), run_eps=s.run_epsilon_, k=k,
         rate=s.best_params_.get("learning_rate"), seconds=time.perf_counter() - start,
     )  # fmt: skip
 

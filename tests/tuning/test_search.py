@@ -25,6 +25,7 @@ from dpconvex.tuning import (
     truncated_negative_binomial_gamma,
 )
 from dpconvex.tuning.runs import truncated_negative_binomial_mean
+from dpconvex.tuning.search import NOTHING_SELECTED
 
 
 @pytest.fixture(scope="module")
@@ -120,7 +121,6 @@ def test_search_spends_its_budget_honestly(data):
     assert search.epsilon_ == PrivacyAccountant("rdp").compose(search.dp_event_).get_epsilon(1e-5)
     assert search.run_epsilon_ < search.epsilon_  # tuning costs privacy
     assert search.best_params_["lam"] in (5.0, 20.0)
-    assert search.n_candidates_ >= 1
     assert search.score(X, y) > 0.7
     assert search.best_estimator_.epsilon_ <= search.run_epsilon_ * (1 + 1e-9)
     # the validation count gets exact integer noise (no floating-point leak) ...
@@ -194,7 +194,7 @@ def test_zero_runs_selects_nothing(data):
         try:
             search.fit(X, y)
         except RuntimeError as err:
-            assert "number of runs was 0" in str(err)
+            assert str(err) == NOTHING_SELECTED and "number of runs was 0" in str(err)
             assert not hasattr(search, "best_estimator_")
             break
     else:
@@ -217,7 +217,6 @@ def test_the_result_does_not_depend_on_n_jobs(data):
         ).fit(X, y)
         results.append(search)
     one, two = results
-    assert one.n_candidates_ == two.n_candidates_ >= 2
     assert one.best_params_ == two.best_params_
     assert one.best_score_ == two.best_score_
     np.testing.assert_array_equal(one.best_estimator_.coef_, two.best_estimator_.coef_)
@@ -249,5 +248,5 @@ def test_an_infeasible_search_names_what_binds_and_what_would_work(data):
     assert search.epsilon_ <= 0.2
     with pytest.raises(ValueError, match="number of runs binds"):
         PrivateRandomSearch(
-            estimator, space, epsilon=0.01, score_noise=1e6, mu=1e5, shape=math.inf, random_state=0
+            estimator, space, epsilon=0.01, score_noise=1e6, mu=1e3, shape=math.inf, random_state=0
         ).fit(X, y)

@@ -190,8 +190,6 @@ class _DPLinearModel(BaseEstimator):
             # held in memory when small enough, the rows Newton's warm start reads first
             X, targets, scales = cache_rows(X, targets, WARM_START_ROWS, row_policy(self))
         else:
-            if self.row_norm == "clip":
-                warn_if_clipped(row_norms(X), self.row_bound, what="rows", setting="row_bound")
             # raw rows and the row policy: dense rows are read in place by every pass
             # (never copied into a transformed design); "error" refuses here, before
             # anything is charged
@@ -225,6 +223,15 @@ class _DPLinearModel(BaseEstimator):
             [r.event for r in releases],
             np.array([r.info["n_iter"] for r in releases]),
         )
+
+    def _warn_if_clipped(self, X, y) -> None:
+        """Tell the data owner how many rows the declared ``row_bound`` clips (in memory).
+
+        A ``ClippingWarning`` with the count goes to whoever runs the fit; it is not part
+        of the release and is never written to a model file (:mod:`dpconvex.models.clipping`).
+        """
+        if self.row_norm == "clip" and not is_dask_array(X):
+            warn_if_clipped(row_norms(X), self.row_bound, what="rows", setting="row_bound")
 
     def _set_privacy(self, events) -> None:
         self.dp_event_ = _composed(events)
@@ -425,6 +432,7 @@ class DPLogisticRegression(ClassifierMixin, _DPLinearModel):
         if not is_dask_array(y):
             check_classification_targets(y)
         check_labels(y, classes, declared=self.classes is not None)
+        self._warn_if_clipped(X, y)
         self.classes_ = classes
         if self.classes_.size == 2:
             targets = [np.where(y == self.classes_[1], 1.0, -1.0)]
@@ -478,8 +486,7 @@ class _DPRegressor(RegressorMixin, _DPLinearModel):
         X, y = self._validated(X, y, y_numeric=True)
         scale = float(self.y_bound)
         y = y.astype(np.float64) if is_dask_array(y) else np.asarray(y, dtype=np.float64)
-        if not is_dask_array(y):  # the count goes to the data owner, not into the model
-            warn_if_clipped(y, scale, what="targets", setting="y_bound")
+        self._warn_if_clipped(X, y)
         target = np.clip(y, -scale, scale) / scale  # stays lazy for dask labels
         theta, events, n_iter = self._fit_problems(X, [target])
         coef, intercept = self._split_theta(theta, scale)
@@ -487,6 +494,13 @@ class _DPRegressor(RegressorMixin, _DPLinearModel):
         self.n_iter_ = int(n_iter[0])
         self._set_privacy(events)
         return self
+
+    def _warn_if_clipped(self, X, y) -> None:
+        """As for rows, and the number of targets beyond ``y_bound`` (in memory)."""
+        if not is_dask_array(y):  # the count goes to the data owner, not into the model
+            y = np.asarray(y, dtype=np.float64)
+            warn_if_clipped(y, float(self.y_bound), what="targets", setting="y_bound")
+        super()._warn_if_clipped(X, y)
 
     def predict(self, X):
         return self._linear(X)

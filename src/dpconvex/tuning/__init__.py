@@ -1,10 +1,11 @@
 """Private hyperparameter search (Papernot-Steinke repeat-and-select)."""
 
 from .runs import sample_number_of_runs, truncated_negative_binomial_gamma
-from .search import PRIVACY_FREE_PARAMS, PrivateRandomSearch
+from .search import PRIVACY_FREE_PARAMS, NothingSelectedError, PrivateRandomSearch
 
 __all__ = [
     "PRIVACY_FREE_PARAMS",
+    "NothingSelectedError",
     "PrivateRandomSearch",
     "sample_number_of_runs",
     "truncated_negative_binomial_gamma",

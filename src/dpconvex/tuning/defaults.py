@@ -43,6 +43,10 @@ TARGET_TUNING_ROWS = 2500
 MIN_SUBSAMPLE, MAX_SUBSAMPLE = 0.02, 0.5
 #: default mean number of runs (geometric K) and score noise / sqrt(validation rows)
 DEFAULT_MU = 6.0
+#: largest mean number of runs a search accepts: the cost of selection grows with log(mu)
+#: while the runs' own budgets shrink, and a search of 1,000 runs on average already
+#: costs more than any gain a wider search of a finite space can bring
+MAX_MU = 1000.0
 SCORE_NOISE_FACTOR = 1.0
 #: probability that a run keeps the estimator's own settings of the free hyperparameters,
 #: at epsilon >= 1 and at epsilon <= 0.1 (log-linear between)
@@ -122,8 +126,10 @@ def resolve_settings(
     if mu is None:
         mu = DEFAULT_MU
     mu = v.positive("mu", mu)
-    if mu < 1:
-        raise ValueError(f"mu (the mean number of runs) must be >= 1, got {mu}")
+    if not 1 <= mu <= MAX_MU:
+        raise ValueError(
+            f"mu (the mean number of runs) must be between 1 and {MAX_MU:g}, got {mu:g}"
+        )
     if score_noise is None:
         val_rows = (q if strategy == "subsample" else 1.0) * frac * n
         score_noise = max(1.0, SCORE_NOISE_FACTOR * math.sqrt(val_rows))

@@ -19,14 +19,16 @@ held-out validation part plus discrete Gaussian noise (sensitivity 1, parameter
 ``score_noise``; an exact integer sampler, so no floating-point leak),
 whose event is composed into every run; or the accuracy on data the caller
 declares public (``scoring="public"``), which costs nothing. Only the best run's
-model, hyperparameters and noisy score are released, not the others.
+model, hyperparameters and noisy score are released, not the others, and not the
+number of runs K (the theorems hold for the selected output alone; see the Notes of
+:class:`PrivateRandomSearch`).
 
 Hyperparameters that do not touch the privacy guarantee are tuned for free:
 the solver and its iteration limit (any AMP output meeting the gradient
-certificate is covered by seed 000 Thm 4.1), and DP-SGD's learning rate and
-optimizer (post-processing of noisy gradients). Any other hyperparameter (lam,
-noise settings, clipping, epochs, ...) changes the mechanism, so it must be given
-as a finite list; M is then a data-independent random choice among those
+certificate is covered by Redberg, Koskela & Wang, arXiv 2401.00583, Thm 4.1), and
+DP-SGD's learning rate and optimizer (post-processing of noisy gradients). Any other
+hyperparameter (lam, noise settings, clipping, epochs, ...) changes the mechanism, so it
+must be given as a finite list; M is then a data-independent random choice among those
 mechanisms, priced by the pointwise maximum of their RDP curves
 (:class:`~dpconvex.accounting.RandomChoiceDpEvent`). Each run's own budget is
 calibrated so that the whole search meets (epsilon, delta).
@@ -36,7 +38,9 @@ from __future__ import annotations
 
 import itertools
 import math
+import numbers
 import sys
+import warnings
 
 import numpy as np
 from dp_accounting.dp_event import ComposedDpEvent, NoOpDpEvent, PoissonSampledDpEvent
@@ -56,6 +60,7 @@ from ..accounting import (
 )
 from ..discrete_noise import discrete_gaussian
 from ..models.charge import charge
+from ..models.clipping import ClippingWarning
 from ..models.labels import check_labels, declared_classes
 from ..plans import PLANS
 from .defaults import FALLBACK_STEPS, extrapolate, resolve_settings
@@ -64,22 +69,34 @@ from .runs import sample_number_of_runs
 #: hyperparameters of dpconvex estimators that do not change their privacy cost
 PRIVACY_FREE_PARAMS = frozenset({"solver", "max_iter", "learning_rate", "optimizer"})
 _RESERVED = frozenset({"epsilon", "delta", "random_state", "accounting", "classes", "budget"})
+#: the one message of a search that selects nothing (repeat-and-select's output "bottom")
+NOTHING_SELECTED = (
+    "the search selected nothing: the random number of runs was 0 (probability exp(-mu) "
+    "with Poisson runs) or no run produced a model; the budget is spent, nothing else is "
+    "released"
+)
+
+
+class NothingSelectedError(RuntimeError):
+    """Repeat-and-select released its "nothing" output: no run was drawn or none produced a
+    model. The budget is spent (this outcome is part of the priced mechanism)."""
 
 
 def _is_distribution(value) -> bool:
     return hasattr(value, "rvs")
 
 
-def _draw(value, rng: np.random.Generator):
-    if _is_distribution(value):
-        draw = value.rvs(random_state=rng)
-        return draw.item() if isinstance(draw, np.generic) else draw
-    if isinstance(value, list | tuple) and value:
+def _draw(name: str, value, rng: np.random.Generator):
+    """One draw of hyperparameter ``name``: uniform from a list, or ``value.rvs()``."""
+    if isinstance(value, list | tuple):  # non-empty: checked by _check_free_values
         return value[int(rng.integers(len(value)))]
-    raise ValueError(
-        f"each search space entry must be a non-empty list or a distribution with .rvs(); "
-        f"got {value!r}"
-    )
+    try:
+        draw = value.rvs(random_state=rng)
+    except Exception as exc:  # noqa: BLE001 - the caller's distribution, named
+        raise ValueError(
+            f"drawing {name!r} from its distribution failed ({type(exc).__name__}: {exc})"
+        ) from None
+    return draw.item() if isinstance(draw, np.generic) else draw
 
 
 class PrivateRandomSearch(MetaEstimatorMixin, BaseEstimator):
@@ -115,7 +132,8 @@ class PrivateRandomSearch(MetaEstimatorMixin, BaseEstimator):
     shape : float, optional
         inf (K Poisson, may be 0) or >= 0 (truncated negative binomial, K >= 1; 1 is
         geometric, 0 logarithmic); default inf for "subsample" (K = 0 trains the final
-        model with the estimator's own settings), 1 for "repeat".
+        model with the estimator's own free settings and priced ones drawn from their
+        lists, as a run would), 1 for "repeat".
     default_share : float, optional
         Probability that a run keeps the estimator's own settings for the free
         hyperparameters (instead of drawing them); default 0.5. A wide search space
@@ -143,7 +161,8 @@ class PrivateRandomSearch(MetaEstimatorMixin, BaseEstimator):
         whatever ``n_jobs`` is.
     verbose : False (default) or True: report progress on stderr (a line while the
         per-run budget is calibrated, then a progress bar over the K runs). It changes
-        nothing that is computed or released.
+        nothing that is computed, but it shows the number of runs, which the guarantee
+        does not cover: keep the log to the data owner (see the Notes).
 
     The defaults are derived in :mod:`dpconvex.tuning.defaults`; when they cannot meet
     ``epsilon`` the settings left to them are relaxed (fewer runs, more score noise)
@@ -157,8 +176,6 @@ class PrivateRandomSearch(MetaEstimatorMixin, BaseEstimator):
         :func:`~dpconvex.tuning.defaults.extrapolate`), and the best run's noisy score.
     tuned_params_ : dict
         Subsample only: the hyperparameters the search chose, before carrying over.
-    n_candidates_ : int
-        K, data-independent.
     strategy_, settings_
         The strategy and settings used (the given ones and the defaults).
     run_epsilon_, dp_event_, epsilon_, delta_
@@ -171,10 +188,26 @@ class PrivateRandomSearch(MetaEstimatorMixin, BaseEstimator):
 
     Notes
     -----
-    The label set of a classifier is the estimator's declared ``classes`` (default
-    [0, 1]); labels outside it are refused before anything is spent. Which rows form
-    the subsample, and how many, is never released (the score is divided by the
-    expected number of validation rows).
+    What is released is what the selection theorems cover: the best run's model,
+    settings and noisy score (subsample: then the final model), or, when no run was
+    drawn (K = 0) or none produced a model, nothing (repeat: an error with one fixed
+    message; subsample: the final model with settings drawn from the search space). The
+    number of runs K is not released: Papernot and Steinke's guarantee is for the
+    selected output alone, and (K, output) together can cost far more. So the fitted
+    search stores no run count, the released model carries no noise stream
+    (``best_estimator_.random_state`` is None) and one failed run neither stops the
+    search nor is reported (it scores below every run that produced a model). Two
+    things do reveal K to whoever can see them, and are not covered: the ``verbose``
+    progress log (the number of runs and the progress bar; keep it to the data owner),
+    and the search's running time (about K times a run's).
+
+    Everything that can be refused is refused before the budget is charged: the inputs,
+    every priced candidate (each is calibrated to the per-run budget), every listed
+    value of a free setting. The label set of a classifier is the estimator's declared
+    ``classes`` (default [0, 1]); labels outside it are refused then too. Which rows
+    form the subsample, and how many, is never released (the score is divided by the
+    expected number of validation rows, and clipping is reported once, on the rows the
+    released model is trained on, never per run).
     """
 
     def __init__(
@@ -465,9 +498,9 @@ class PrivateRandomSearch(MetaEstimatorMixin, BaseEstimator):
             )
         return cfg
 
-    def fit(self, X, y, X_public=None, y_public=None):
-        """Run the search on (X, y); ``X_public``, ``y_public`` only with scoring="public"."""
-        epsilon = v.positive("epsilon", self.epsilon)
+    def _checked_inputs(self, X, y, X_public, y_public):
+        """(X, y, declared classes or None), refused before anything is spent."""
+        v.positive("epsilon", self.epsilon)
         v.probability_open("delta", self.delta)
         if self.scoring not in ("noisy_validation", "public"):
             raise ValueError(
@@ -483,31 +516,102 @@ class PrivateRandomSearch(MetaEstimatorMixin, BaseEstimator):
             )
         if self.scoring == "public" and (X_public is None or y_public is None):
             raise ValueError('scoring="public" needs X_public and y_public')
+        if self.n_jobs is not None and (
+            isinstance(self.n_jobs, bool)
+            or not isinstance(self.n_jobs, numbers.Integral)
+            or self.n_jobs == 0
+        ):
+            raise ValueError(f"n_jobs must be a non-zero integer (or -1 for all cores), got "
+                             f"{self.n_jobs!r}")  # fmt: skip
         X = np.asarray(X) if not hasattr(X, "tocsr") else X.tocsr()
         y = np.asarray(y)
         if X.ndim != 2 or y.ndim != 1 or X.shape[0] != y.shape[0]:
             raise ValueError(
                 f"X must be 2-D and y 1-D with one label per row; got X {X.shape}, y {y.shape}"
             )
+        classes = None
         if classifier:  # the label set is the estimator's declared one, never y's
             declared = self.estimator.get_params().get("classes")
             classes = declared_classes(declared)
             check_labels(y, classes, declared=declared is not None)
+        return X, y, classes
+
+    def _check_free_values(self) -> None:
+        """Every listed value of a free setting is one the estimator accepts.
+
+        Checked before the charge, so that no run can be refused for a listed setting
+        after it. (A value a distribution draws is only known after the charge: a run that
+        fails on it scores as a failed run; see :meth:`_one_run`.)
+        """
+        for name, space in self.param_distributions.items():
+            if _is_distribution(space):
+                continue
+            if not isinstance(space, list | tuple) or not space:
+                raise ValueError(
+                    f"each search space entry must be a non-empty list or a distribution "
+                    f"with .rvs(); {name!r} is {space!r}"
+                )
+            if name in PRIVACY_FREE_PARAMS:
+                for value in space:
+                    clone(self.estimator).set_params(**{name: value})._validate_params()
+
+    def _split(self, rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
+        """Indices of the tuning runs' training and validation rows.
+
+        repeat: a data-independent split of public sizes. subsample: a secret Poisson(q)
+        subsample (each row independently), split row by row; no size is released.
+        """
+        cfg = self._cfg
+        if cfg["strategy"] == "repeat":
+            order = rng.permutation(n)
+            return order[cfg["val_rows"] :], order[: cfg["val_rows"]]
+        noisy = self.scoring == "noisy_validation"
+        chosen = np.flatnonzero(rng.random(n) < cfg["q"])
+        to_val = rng.random(chosen.size) < (cfg["validation_fraction"] if noisy else 0.0)
+        return chosen[~to_val], chosen[to_val]
+
+    def _draw_plans(self, rng: np.random.Generator, k: int) -> list:
+        """Each run's (hyperparameters, random stream, score noise), drawn before any run.
+
+        Everything random is drawn here, in the order a sequential search draws it, so
+        that the runs can go to any number of workers and give the same result. With
+        probability default_share a run keeps the estimator's own settings for the free
+        hyperparameters (one data-independent mixture, so the runs stay i.i.d. as the
+        selection theorems require); priced ones are always drawn from their lists.
+        """
+        noisy = self.scoring == "noisy_validation"
+        free = set(self.param_distributions) - set(self._relevant_choices())
+        own = self.estimator.get_params()
+        plans = []
+        for _ in range(k):
+            drawn = {
+                name: _draw(name, space, rng) for name, space in self.param_distributions.items()
+            }
+            keep = rng.random() < self._cfg["default_share"]
+            params = {name: own[name] if keep and name in free else drawn[name] for name in drawn}
+            stream = rng.spawn(1)[0]
+            noise = 0 if not noisy else int(discrete_gaussian(self._cfg["score_noise"], rng=rng))
+            plans.append((params, stream, noise))
+        return plans
+
+    def fit(self, X, y, X_public=None, y_public=None):
+        """Run the search on (X, y); ``X_public``, ``y_public`` only with scoring="public".
+
+        Everything that can be refused is checked before the budget is charged: the
+        inputs and labels, every priced candidate's calibration and every listed value of
+        a free setting. After the charge the search releases only what the selection
+        theorems cover (the best run's model, settings and noisy score, or nothing when
+        no run was drawn), and nothing that reveals the number of runs: see the Notes.
+        """
+        X, y, classes = self._checked_inputs(X, y, X_public, y_public)
+        self._check_free_values()
         n = y.shape[0]
         self._cfg = cfg = self._configure(n, X.shape[1])
         rng = make_rng(self.random_state)
-        noisy = self.scoring == "noisy_validation"
-        if cfg["strategy"] == "repeat":
-            order = rng.permutation(n)  # a public, data-independent split of fixed size
-            train, val = order[cfg["val_rows"] :], order[: cfg["val_rows"]]
-        else:
-            # the tuning rows: a secret Poisson(q) subsample (each row independently),
-            # split row by row into training and validation; no size is released
-            chosen = np.flatnonzero(rng.random(n) < cfg["q"])
-            to_val = rng.random(chosen.size) < (cfg["validation_fraction"] if noisy else 0.0)
-            train, val = chosen[~to_val], chosen[to_val]
+        train, val = self._split(rng, n)
         X_train, y_train = X[train], y[train]
-        validation = (X_public, y_public) if not noisy else (X[val], y[val])
+        noisy = self.scoring == "noisy_validation"
+        validation = (X[val], y[val]) if noisy else (X_public, y_public)
         if self.run_epsilon is None:
             self._say("calibrating the per-run budget to the total epsilon ...")
             run_epsilon = self._calibrate_with_fallback()
@@ -515,44 +619,38 @@ class PrivateRandomSearch(MetaEstimatorMixin, BaseEstimator):
             run_epsilon = v.positive("run_epsilon", self.run_epsilon)
         event = self._search_event(run_epsilon)
         spent = PrivacyAccountant("rdp").compose(event).get_epsilon(self.delta)
-        if spent > epsilon * (1 + 1e-9):
+        if spent > self.epsilon * (1 + 1e-9):
             raise ValueError(
-                f"run_epsilon={run_epsilon} makes the search spend epsilon={spent:.6g} > {epsilon}"
+                f"run_epsilon={run_epsilon} makes the search spend epsilon={spent:.6g} > "
+                f"{self.epsilon}"
             )
+        # the data owner hears once how much the declared bounds clip on the rows the
+        # released model is trained on; the runs themselves say nothing (a count on the
+        # secret subsample would reveal its size, and one warning per run the runs' number)
+        subsample = cfg["strategy"] == "subsample"
+        self.estimator._warn_if_clipped(*((X, y) if subsample else (X_train, y_train)))
+        # the number of runs and every run's settings are drawn before the charge (they do
+        # not depend on the data), so that a distribution that cannot be drawn from is
+        # refused before anything is spent
+        k = sample_number_of_runs(rng, cfg["mu"], cfg["shape"])
+        plans = self._draw_plans(rng, k)
+        final_stream = rng.spawn(1)[0]
         charge(
             self.budget,
             event,
             mechanism=f"PrivateRandomSearch({type(self.estimator).__name__})",
             label=f"search on {X.shape[0]} rows x {X.shape[1]} features",
         )
-        k = sample_number_of_runs(rng, cfg["mu"], cfg["shape"])
-        if k == 0 and cfg["strategy"] == "repeat":
-            raise RuntimeError(
-                "the random number of runs was 0 (probability exp(-mu)); nothing is selected"
-            )
-        # everything random is drawn here, in the order a sequential search draws it
-        # (hyperparameters, the run's own stream, its score noise), so that the runs
-        # can go to any number of workers and give the same result
-        plans = []
-        priced = sorted(self._relevant_choices())
-        free = sorted(set(self.param_distributions) - set(priced))
-        own = self.estimator.get_params()
-        for _ in range(k):
-            drawn = {name: _draw(space, rng) for name, space in self.param_distributions.items()}
-            # with probability default_share the run keeps the estimator's own settings
-            # for the free hyperparameters (one data-independent mixture distribution,
-            # so the runs stay i.i.d. as the selection theorems require)
-            keep = rng.random() < cfg["default_share"]
-            params = {name: own[name] if keep and name in free else drawn[name] for name in drawn}
-            stream = rng.spawn(1)[0]
-            noise = 0 if not noisy else int(discrete_gaussian(cfg["score_noise"], rng=rng))
-            plans.append((params, stream, noise))
-        final_stream = rng.spawn(1)[0]
+        if k == 0 and not subsample:
+            raise NothingSelectedError(NOTHING_SELECTED)
         # with workers to spare, the final run with the estimator's own settings (the
         # most likely choice) is fitted beside the tuning runs, and kept only if chosen:
         # the same fit, with the same stream, that would follow them (only the time changes)
+        priced = sorted(self._relevant_choices())
+        free = sorted(set(self.param_distributions) - set(priced))
+        own = self.estimator.get_params()
         speculate = None
-        if cfg["strategy"] == "subsample" and not priced:
+        if subsample and not priced:
             guess = extrapolate({name: own[name] for name in free}, self.estimator, cfg)
             speculate = (guess, run_epsilon, final_stream, X, y)
         runs, speculated = self._run_all(
@@ -560,12 +658,20 @@ class PrivateRandomSearch(MetaEstimatorMixin, BaseEstimator):
         )
         best = (None, {}, None)
         for score, params, est in runs:  # the first best run wins, as in a sequential scan
-            if best[0] is None or score > best[0]:
+            if est is not None and (best[2] is None or score > best[0]):
                 best = (score, params, est)
+        if best[2] is None and not subsample:
+            raise NothingSelectedError(NOTHING_SELECTED)
         self.best_score_, self.best_params_, self.best_estimator_ = best
-        if cfg["strategy"] == "subsample":
-            # the final model: once, on all rows, with the chosen settings carried over to
-            # the full data (K = 0: the estimator's own settings, a data-independent choice)
+        if subsample:
+            # the final model: once, on all rows, with the chosen settings carried over;
+            # when nothing was selected (K = 0, or no run produced a model) its priced
+            # settings are a fresh draw from their lists and its free ones the estimator's
+            # own, a data-independent choice among the settings the final event prices
+            if best[2] is None:
+                self.best_params_ = {name: _draw(name, self.param_distributions[name], rng)
+                                     for name in priced}  # fmt: skip
+                self.best_params_.update({name: own[name] for name in free})
             self.tuned_params_ = dict(self.best_params_)
             self.best_params_ = extrapolate(self.tuned_params_, self.estimator, cfg)
             if speculated is not None and speculate[0] == self.best_params_:
@@ -574,7 +680,9 @@ class PrivateRandomSearch(MetaEstimatorMixin, BaseEstimator):
                 self.best_estimator_ = self._final_fit(
                     self.best_params_, run_epsilon, final_stream, X, y
                 )
-        self.n_candidates_ = k
+        # the noise stream is not released: a spawned stream's key counts the streams
+        # drawn before it, and so reveals the number of runs (and a seed the noise)
+        self.best_estimator_.set_params(random_state=None)
         self.priced_params_, self.free_params_ = priced, free
         self.strategy_ = cfg["strategy"]
         self.settings_ = {
@@ -593,33 +701,41 @@ class PrivateRandomSearch(MetaEstimatorMixin, BaseEstimator):
         self.dp_event_ = event
         self.epsilon_ = float(spent)
         self.delta_ = float(self.delta)
-        if classifier:
+        if classes is not None:
             self.classes_ = classes
         return self
 
     def _one_run(self, plan, run_epsilon, X_train, y_train, validation):
         """Fit one run and score it: (score, params, fitted estimator).
 
+        A run that fails, whatever the reason, returns (-inf, params, None): it loses to
+        every run that produced a model, and its error is neither raised nor kept, so one
+        run cannot stop the search or say anything about the runs that were not selected.
+        The runs' ``ClippingWarning``s are dropped (the search warns once, see ``fit``).
         BLAS runs on one thread, as in joblib's workers: the order of a product's
         additions then does not depend on n_jobs, and neither do the last bits of the fit.
         """
         from threadpoolctl import threadpool_limits
 
         params, stream, noise = plan
-        est = clone(self.estimator).set_params(
-            **params,
-            epsilon=run_epsilon,
-            delta=self.delta,
-            random_state=stream,
-            budget=None,  # the search's event was charged once, before any run
-        )
-        est = self._shaped(est, self._cfg["tune_rows"], tuning=True)
-        X_val, y_val = validation
-        with threadpool_limits(limits=1, user_api="blas"):
-            est.fit(X_train, y_train)
-            if self.scoring == "public":
-                return float(est.score(X_val, y_val)), params, est
-            correct = int(np.sum(est.predict(X_val) == y_val)) if len(y_val) else 0
+        try:
+            est = clone(self.estimator).set_params(
+                **params,
+                epsilon=run_epsilon,
+                delta=self.delta,
+                random_state=stream,
+                budget=None,  # the search's event was charged once, before any run
+            )
+            est = self._shaped(est, self._cfg["tune_rows"], tuning=True)
+            X_val, y_val = validation
+            with threadpool_limits(limits=1, user_api="blas"), warnings.catch_warnings():
+                warnings.simplefilter("ignore", ClippingWarning)
+                est.fit(X_train, y_train)
+                if self.scoring == "public":
+                    return float(est.score(X_val, y_val)), params, est
+                correct = int(np.sum(est.predict(X_val) == y_val)) if len(y_val) else 0
+        except Exception:  # noqa: BLE001 - any failure is a failed run, never an abort
+            return -math.inf, params, None
         # divided by the public (expected) validation size: the actual size of a secret
         # subsample's validation part is not released
         return (correct + noise) / max(self._cfg["val_rows"], 1.0), params, est
@@ -635,14 +751,13 @@ class PrivateRandomSearch(MetaEstimatorMixin, BaseEstimator):
             random_state=stream,
             budget=None,  # the search's event was charged once, before any run
         )
-        with threadpool_limits(limits=1, user_api="blas"):
+        with threadpool_limits(limits=1, user_api="blas"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", ClippingWarning)  # the search warned once
             return final.fit(X, y)
 
     def _run_all(self, plans, run_epsilon, X_train, y_train, validation, k, speculate=None):
         """(the runs' (score, params, estimator), the speculative final model or None)."""
         n_jobs = 1 if self.n_jobs is None else int(self.n_jobs)
-        if n_jobs == 0:
-            raise ValueError("n_jobs must be a non-zero integer (or -1 for all cores)")
         if n_jobs == 1 or k == 0 or (k == 1 and speculate is None):
             bar = self._progress(k)
             out = []
