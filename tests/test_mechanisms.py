@@ -99,24 +99,26 @@ def test_amp_refuses_outside_its_analysis(kwargs, error, match):
         )
 
 
-def test_amp_releases_nothing_without_the_certificate():
+def test_amp_certifies_whatever_max_iter_and_releases_nothing_below_the_float_floor():
+    """max_iter=3 with L-BFGS raised CertificateError before; now the fit certifies (the
+    Newton polish, or the provable phase when the polish is off). With tau below float64's
+    rounding nothing is released, and the message is the same for two data sets of
+    different sizes (it carries no number)."""
     rng = np.random.default_rng(3)
     X, y = _data(rng, n=3000)
-    with pytest.raises(CertificateError):
-        amp(
-            X,
-            y,
-            "logistic",
-            lam=0.6,
-            sigma=1.0,
-            tau=1e-9,
-            sigma_out=0.15,
-            clip=R,
-            row_bound=R,
-            rng=rng,
-            solver="lbfgs",
-            max_iter=3,
-        )
+    kw = {"sigma": 1.0, "sigma_out": 0.15, "clip": R, "row_bound": R, "solver": "lbfgs"}
+    rel = amp(X, y, "logistic", lam=0.6, tau=1e-9, rng=rng, max_iter=3, **kw)
+    assert rel.info["grad_norm"] <= 1e-9
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr("dpconvex.optim.solvers.POLISH_STEPS", 0)
+        rel = amp(X, y, "logistic", lam=0.6, tau=1e-9, rng=rng, max_iter=3, **kw)
+    assert rel.info["solver"] == "accelerated" and rel.info["grad_norm"] <= 1e-9
+    messages = []
+    for n in (40, 90):
+        with pytest.raises(CertificateError, match="nothing is released") as caught:
+            amp(X[:n], y[:n], "logistic", lam=50.0, tau=1e-300, rng=rng, max_iter=3, **kw)
+        messages.append(str(caught.value))
+    assert messages[0] == messages[1] and not any(ch.isdigit() for ch in messages[0])
 
 
 def test_output_perturbation_sensitivity_holds_on_neighbours():

@@ -52,13 +52,34 @@ def test_sparse_and_dense_agree():
 
 
 def test_uncertified_solve_raises_and_returns_nothing():
+    """Below float64's floor (tau = 1e-300) no method certifies: a fixed message, no number."""
+    rng = np.random.default_rng(5)
+    X, y = _problem(rng, n=200)
+    obj = PerturbedGLMObjective(X, y, LogisticLoss(), 60.0, rng.normal(0, 1, X.shape[1]))
+    with pytest.raises(CertificateError, match="nothing is released") as caught:
+        solve(obj, 1e-300, method="lbfgs", max_iter=2)
+    assert not any(ch.isdigit() for ch in str(caught.value))
+    with pytest.raises(CertificateError):
+        solve(obj, 1e-300, method="svrg", max_iter=1, rng=rng)
+
+
+@pytest.mark.parametrize("polish", [True, False])
+@pytest.mark.parametrize("method", ["lbfgs", "svrg", "newton", "auto"])
+def test_a_small_max_iter_certifies(monkeypatch, method, polish):
+    """max_iter=1 raised CertificateError before. Now the Newton polish gets its own
+    steps, and without it (POLISH_STEPS = 0) the provable phase certifies."""
+    import dpconvex.optim.solvers as solvers
+
+    if not polish:
+        monkeypatch.setattr(solvers, "POLISH_STEPS", 0)
     rng = np.random.default_rng(5)
     X, y = _problem(rng, n=2000)
-    obj = PerturbedGLMObjective(X, y, LogisticLoss(), 0.6, rng.normal(0, 1, X.shape[1]))
-    with pytest.raises(CertificateError, match="nothing is released"):
-        solve(obj, 1e-6, method="lbfgs", max_iter=2)
-    with pytest.raises(CertificateError):
-        solve(obj, 1e-6, method="svrg", max_iter=1, rng=rng)
+    b = rng.normal(0, 1, X.shape[1])
+    obj = PerturbedGLMObjective(X, y, LogisticLoss(), 0.6, b)
+    res = solve(obj, 1e-6, method=method, max_iter=1, rng=rng)
+    assert res.grad_norm <= 1e-6 and (res.method == "accelerated") is not polish
+    fresh = PerturbedGLMObjective(X, y, LogisticLoss(), 0.6, b)
+    assert fresh.gradient_norm(res.theta) <= 1e-6
 
 
 def test_svrg_counts_gradient_evaluations():

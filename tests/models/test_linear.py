@@ -212,3 +212,21 @@ def test_huber_gradient_bound_enters_the_event():
     y = np.clip(X[:, 0], -1, 1)
     model = DPHuberRegressor(huber_threshold=0.2, random_state=0).fit(X, y)
     assert model.dp_event_.lipschitz == pytest.approx(0.2 * math.sqrt(2))
+
+
+def test_a_tau_float64_cannot_certify_is_refused_before_the_charge(tmp_path):
+    """A failed certificate after the charge would be a data-dependent event: a given tau
+    below 1e-14 x rows x gradient bound is refused from public sizes, before any spend."""
+    from dpconvex import Budget
+
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(500, 3)), rng.integers(0, 2, 500)
+    ledger = Budget(tmp_path / "ledger.db", 5.0, 1e-5)
+    lipschitz = np.sqrt(2.0)  # unit rows plus the intercept; the logistic loss's |f'| <= 1
+    floor = 1e-14 * 500 * lipschitz
+    for method in ("amp", "output"):
+        with pytest.raises(ValueError, match="below what the solver can certify"):
+            DPLogisticRegression(method=method, tau=0.5 * floor, budget=ledger).fit(X, y)
+        model = DPLogisticRegression(method=method, tau=2 * floor, random_state=0).fit(X, y)
+        assert model.mechanism_params_["tau"] == 2 * floor
+    assert ledger.entries() == []

@@ -31,15 +31,22 @@ def amp(
 ) -> Release:
     """Run Algorithm 1 (seed 000 §4; Thm 4.1) on rows of norm <= ``row_bound``.
 
-    1. b ~ N(0, sigma^2 I); 2. minimize sum_i l_C(theta; z_i) + (lam/2)||theta||^2
-    + b^T theta, with l_C the loss clipped at C = ``clip``, until the float64
-    gradient norm of the full objective is <= ``tau``; 3. release
-    theta~ + N(0, sigma_out^2 I). If step 2 does not certify, nothing is released
-    (:class:`dpconvex.optim.CertificateError`). ``X`` may be a
+    1. b ~ N(0, sigma^2 I); 2. minimize sum_i l_L(theta; z_i) + (lam/2)||theta||^2
+    + b^T theta, with l_L the loss clipped at L = min(C, sup|f'| R) (C = ``clip``: the
+    gradient bound the event is priced with, so that no example's gradient exceeds it
+    even on a row whose norm exceeds R by the rounding the row checks allow), until the
+    float64 gradient norm of the full objective is <= ``tau``; 3. release
+    theta~ + N(0, sigma_out^2 I). Step 2 certifies on
+    every valid input (:func:`dpconvex.optim.solve`: ``max_iter`` bounds its fast phase,
+    a provable phase follows); if it cannot (tau below float64's rounding of the
+    gradient), nothing is released (:class:`dpconvex.optim.CertificateError`, whose
+    message carries no number). ``X`` may be a
     :class:`~dpconvex.mechanisms.sources.RowSource` (in memory or out of core; then
     ``y=None``): the mechanism is the same whatever holds the rows. Priced by
     ``AmpDpEvent(sigma, lam, beta, L, tau, sigma_out)`` with beta = sup f'' R^2
     and L = min(C, sup|f'| R). Needs a GLM loss and lam > beta (else raises).
+    The release's ``info`` (iterations, gradient norm, solver, passes) depends on the
+    data: a diagnostic for the data owner, not covered by the guarantee.
     """
     loss = require_glm(loss)
     sigma = v.positive("sigma", sigma)
@@ -51,7 +58,7 @@ def amp(
     lipschitz = gradient_bound(loss, clip, row_bound)
     d = data.d
     b = rng.normal(0.0, sigma, d)
-    objective = data.objective(ClippedLoss(loss, clip), lam, b)
+    objective = data.objective(ClippedLoss(loss, lipschitz), lam, b)
     result = solve(objective, tau, method=solver, max_iter=max_iter, rng=rng, batch_size=batch_size)
     theta = result.theta + rng.normal(0.0, sigma_out, d)
     event = AmpDpEvent(sigma, lam, beta, lipschitz, tau, sigma_out)

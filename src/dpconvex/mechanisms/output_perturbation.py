@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from dp_accounting.dp_event import GaussianDpEvent
 
@@ -42,8 +44,14 @@ def output_perturbation(
     """Release theta~ + N(0, sigma^2 I), theta~ a tau-certified minimizer of the regularized loss.
 
     Priced by a Gaussian mechanism of sensitivity (L + 2 tau)/lam
-    (``GaussianDpEvent(sigma / sensitivity)``); the loss is clipped at ``clip``.
+    (``GaussianDpEvent(sigma / sensitivity)``); the loss is clipped at L = min(C, sup|f'| R).
+    The certified solve succeeds on every valid input (:func:`dpconvex.optim.solve`, whose
+    provable phase needs the loss's curvature bound: a loss without one is refused here,
+    before the solve); if it cannot (tau below float64's rounding of the gradient), nothing
+    is released (:class:`dpconvex.optim.CertificateError`, a message without numbers).
     ``X`` may be a :class:`~dpconvex.mechanisms.sources.RowSource` (then ``y=None``).
+    The release's ``info`` (iterations, gradient norm, solver, passes) depends on the
+    data: a diagnostic for the data owner, not covered by the guarantee.
     """
     loss = require_glm(loss)
     lam = v.positive("lam", lam)
@@ -51,6 +59,11 @@ def output_perturbation(
     tau = v.positive("tau", tau)
     data = as_rows(X, y, loss, row_bound)
     lipschitz = gradient_bound(loss, clip, row_bound)
+    if not math.isfinite(loss.curvature):
+        raise ValueError(
+            f"the {loss.name} loss declares no curvature bound (sup f''), which the certified "
+            "solver needs; use a loss with one"
+        )
     objective = data.objective(ClippedLoss(loss, lipschitz), lam)
     result = solve(objective, tau, method=solver, max_iter=max_iter, rng=rng, batch_size=batch_size)
     theta = result.theta + rng.normal(0.0, sigma, data.d)

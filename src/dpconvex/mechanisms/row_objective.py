@@ -110,6 +110,11 @@ class RowSourceObjective:
         v = np.asarray(v, dtype=np.float64)
         return self._reduce(chunk_hvp, self.d, theta, v, self.loss, self.source.rows) + self.lam * v
 
+    def smoothness(self) -> float:
+        """A smoothness constant of F: n beta + lam, beta = sup f'' R^2 with R the source's
+        public row bound (see :meth:`dpconvex.optim.PerturbedGLMObjective.smoothness`)."""
+        return float(self.loss.curvature * self.n * self.source.row_bound**2 + self.lam)
+
     def gradient_norm(self, theta) -> float:
         """||grad F(theta)||_2 in float64 on the full objective: the certificate."""
         return float(np.linalg.norm(self.gradient(theta)))

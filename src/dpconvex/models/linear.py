@@ -338,6 +338,12 @@ class DPLogisticRegression(ClassifierMixin, _DPLinearModel):
         too. The paper's settings are tau=0.01, sigma_out=0.15, noise_factor=1.3.
     solver, max_iter : str, int
         AMP / output-perturbation solver ("auto", "lbfgs", "newton", "svrg").
+        ``max_iter`` bounds the chosen solver's iterations only: if it has not certified,
+        Newton steps (at least 30) and then Nesterov's accelerated gradient, run for an
+        iteration budget proven from public constants (the loss's curvature, the row
+        bound, lam), always follow, so no valid fit fails because of ``max_iter``. A
+        given ``tau`` below 1e-14 x rows x gradient bound (what float64 may not reach) is
+        refused before anything is spent.
     epochs, batch_size, learning_rate, optimizer : int, int, float, {"adam", "sgd"}
         DP-SGD / DP-GD settings (epochs:
         None = 60 passes for DP-SGD, and for DP-GD a step count that grows with
@@ -362,8 +368,9 @@ class DPLogisticRegression(ClassifierMixin, _DPLinearModel):
         Calibrated noise, lam, ...
     n_iter_ : ndarray
         A diagnostic for the data owner, **not covered by the guarantee** for
-        "amp" and "output" (the solver's iteration count depends on the data); it is
-        never written to model files. For "dpgd"/"dpsgd" it is the public step count.
+        "amp" and "output" (the solver's iteration count, with any Newton and
+        accelerated-gradient steps that followed, depends on the data); it is never
+        written to model files. For "dpgd"/"dpsgd" it is the public step count.
     """
 
     _parameter_constraints: dict = {**_COMMON_CONSTRAINTS, "classes": "no_validation"}

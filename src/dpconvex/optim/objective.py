@@ -13,24 +13,64 @@ import scipy.sparse as sp
 from .._arrays import row_norms
 from ..losses import ClippedLoss, GLMLoss
 
-#: clipping at kappa_i = C / ||x_i|| is skipped when every kappa_i is at least the loss's
-#: derivative bound up to rounding: rows normalized to norm R carry norms R (1 +- 1e-16),
-#: and a clip within 1e-12 of |f'|'s supremum changes no gradient by more than float64's
-#: own error in computing it (the row-norm check allows 1e-9)
-CLIP_ROUNDING = 1.0 - 1e-12
+#: rows whose kappa_i = C/||x_i|| is at least the loss's derivative bound times this get
+#: :class:`RarelyClippedLoss` (the clipped loss by a faster route) instead of
+#: :class:`~dpconvex.losses.ClippedLoss`: rows normalized to norm R carry norms R (1 +- 1e-16),
+#: so that a clip C = sup|f'| R falls a rounding error short of the bound on some of them.
+#: It only picks the route: both compute the clipped loss's derivative, exactly.
+NEARLY_UNCLIPPED = 1.0 - 1e-12
+
+
+class RarelyClippedLoss(ClippedLoss):
+    """The clipped loss of ``clipped`` on rows where the clip can bind only near sup|f'|.
+
+    The same function as :class:`~dpconvex.losses.ClippedLoss` (its derivative is
+    ClippedLoss's own, clip(f', -kappa, kappa), so every per-example gradient has norm
+    |f'_C| ||x_i|| <= kappa_i ||x_i|| = C); only the value and the curvature take a
+    shortcut: they are the base loss's wherever |f'(u)| <= kappa (there the clipped loss
+    *is* the base loss) and ClippedLoss's on the few rows where the clip binds, instead of
+    locating every row's breakpoints.
+    """
+
+    def __init__(self, clipped: ClippedLoss):
+        super().__init__(clipped.base, clipped.clip)
+
+    def _binding(self, u, y, kappa) -> np.ndarray:
+        return np.abs(self.base.derivative(u, y)) > kappa
+
+    def value(self, u, y, kappa):
+        out = self.base.value(u, y)
+        bind = self._binding(u, y, kappa)
+        if bind.any():
+            out = np.array(out, dtype=np.float64)
+            out[bind] = super().value(u[bind], y[bind], kappa[bind])
+        return out
+
+    def second_derivative(self, u, y, kappa):
+        out = self.base.second_derivative(u, y)
+        bind = self._binding(u, y, kappa)
+        return np.where(bind, 0.0, out) if bind.any() else out
 
 
 def clipping_kappa(loss: GLMLoss, norms: np.ndarray) -> tuple[GLMLoss, np.ndarray | None]:
     """(the loss to evaluate, kappa_i = C/||x_i|| or None) for rows of these norms.
 
-    A :class:`ClippedLoss` whose clip never binds on these rows (up to
-    :data:`CLIP_ROUNDING`) is evaluated as its base loss, without kappa.
+    A :class:`ClippedLoss` is evaluated as its base loss, without kappa, only when every
+    kappa_i is at least the base loss's derivative bound sup|f'|: then |f'| <= kappa_i on
+    every row and the clip cannot change a number. When every kappa_i is within
+    :data:`NEARLY_UNCLIPPED` of that bound it is evaluated as a :class:`RarelyClippedLoss`
+    (the same loss, computed faster); otherwise as itself. Whichever route, the derivative
+    is clip(f', -kappa_i, kappa_i) or provably equal to it, so no per-example gradient
+    exceeds C.
     """
     if not isinstance(loss, ClippedLoss):
         return loss, None
     kappa = loss.kappa(norms)
-    if np.all(kappa >= loss.base.derivative_bound * CLIP_ROUNDING):
-        return loss.base, None  # |f'| never exceeds kappa on these rows
+    bound = loss.base.derivative_bound
+    if np.all(kappa >= bound):
+        return loss.base, None  # |f'| <= sup|f'| <= kappa_i: the clip never binds
+    if np.all(kappa >= bound * NEARLY_UNCLIPPED):
+        return RarelyClippedLoss(loss), kappa
     return loss, kappa
 
 
@@ -201,6 +241,14 @@ class PerturbedGLMObjective:
     def gradient_norm(self, theta) -> float:
         """||grad F(theta)||_2 in float64 on the full objective: the certificate."""
         return float(np.linalg.norm(self.gradient(theta)))
+
+    def smoothness(self) -> float:
+        """A smoothness constant of F: sup f'' sum_i ||x_i||^2 + lam (<= n beta + lam).
+
+        The Hessian X^T diag(f'') X + lam I is at most sup f'' lambda_max(X^T X) + lam, and
+        lambda_max(X^T X) <= trace(X^T X) = sum_i ||x_i||^2.
+        """
+        return float(self.loss.curvature * np.sum(self.row_norms**2) + self.lam)
 
     def smoothness_bounds(self) -> tuple[float, float]:
         """(mean, max) over examples of the smoothness of f_i = l_i + lam/(2n)|.|^2 + b^T./n."""

@@ -25,12 +25,29 @@ at 10^7 rows held in memory by dask).
 
 Every method ends, if it has not certified, with plain Newton steps accepted on a
 smaller gradient norm (:func:`_newton_polish`), which reach certificates near float64's
-floor (about n u L) where trust-region and first-order methods stall.
+floor (about n u L) where trust-region and first-order methods stall. ``max_iter``
+bounds the chosen method's iterations; the polish is allowed at least
+:data:`POLISH_STEPS` steps whatever ``max_iter`` (together: the *fast phase*).
 
-Whatever the method, :func:`solve` recomputes the gradient norm at the point it
-returns and raises :class:`CertificateError` above tau: AMP releases nothing that
-its proof does not cover. Solver randomness (SVRG's batches) does not touch the
-privacy guarantee, which holds for any point meeting the certificate (Thm 4.1).
+If the fast phase has not certified (not seen on valid input, even with ``max_iter=1``),
+a *provable phase* follows, whatever ``max_iter``: Nesterov's accelerated gradient method
+for strongly convex smooth functions (:func:`_accelerated`), with the objective's known
+constants (strong convexity lam; smoothness sup f'' sum_i ||x_i||^2 + lam <= n beta + lam),
+from the better of the fast phase's point and the start. Its iteration budget
+(:func:`accelerated_budget`) is derived from the theorem's rate: in exact arithmetic
+||grad F|| <= tau is reached within it on every valid input (finite rows, labels in range,
+lam > 0, a loss of finite curvature), so certification does not depend on the data. In
+float64 it can fail only when tau is below the rounding error of the computed gradient
+(the default tau = 1e-12 n L is about 10^4 above it). The budget is about
+sqrt(kappa) (ln(18 kappa^2) + 2 ln(||grad F(start)|| / tau)) gradient evaluations,
+kappa = (n beta + lam)/lam; it is never released.
+
+Whatever the method, :func:`solve` returns only a point at which it computed
+||grad F|| <= tau (float64, full objective), and raises :class:`CertificateError`
+otherwise, with a fixed message (no gradient norm, tau or iteration count: they depend on
+the data): AMP releases nothing that its proof does not cover. Solver randomness (SVRG's
+batches) does not touch the privacy guarantee, which holds for any point meeting the
+certificate (Thm 4.1).
 """
 
 from __future__ import annotations
@@ -38,6 +55,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import partial
+from numbers import Integral
 
 import numpy as np
 from scipy import optimize
@@ -53,9 +71,20 @@ WARM_START_ROWS = 100_000
 #: the first Newton step from that start forms its Hessian from every k-th row,
 #: k = min(this, n // WARM_START_ROWS): at least as many rows as the start used
 FIRST_HESSIAN_MAX_STRIDE = 8
+#: Newton polish steps allowed after the chosen method whatever ``max_iter`` (more when
+#: ``max_iter`` leaves more)
+POLISH_STEPS = 30
 #: in memory, the exact Hessian (n d^2 / 2 flops dense) beats Newton-CG's Hessian-vector
 #: products (4 n d flops each, tens per solve) up to about this d
 IN_MEMORY_EXACT_MAX_D = 256
+
+
+#: the one message of :class:`CertificateError` raised by :func:`solve`: it carries no
+#: number (a gradient norm, tau = 1e-12 n L or an iteration count would reveal the data)
+CERTIFICATE_MESSAGE = (
+    "the solver could not certify its solution (||grad|| <= tau) in floating-point arithmetic; "
+    "nothing is released: raise tau, which is below the rounding error of the gradient"
+)
 
 
 class CertificateError(RuntimeError):
@@ -112,7 +141,7 @@ def _newton(obj: PerturbedGLMObjective, tau: float, theta0, max_iter: int):
         method="trust-ncg",
         options={"maxiter": max_iter, "gtol": 0.5 * tau},
     )
-    theta, nit = _newton_polish(obj, tau, res.x, max(0, max_iter - int(res.nit)))
+    theta, nit = _newton_polish(obj, tau, res.x, max(POLISH_STEPS, max_iter - int(res.nit)))
     return theta, int(res.nit) + nit
 
 
@@ -371,6 +400,89 @@ def _svrg(
     return snapshot, max_iter
 
 
+def accelerated_budget(kappa: float, start_norm: float, tau: float) -> int:
+    """Gradient evaluations after which :func:`_accelerated` has ||grad F(y_k)|| <= tau.
+
+    For a mu-strongly convex, L-smooth F (kappa = L/mu >= 1), Nesterov's constant-step
+    scheme x_{k+1} = y_k - grad F(y_k)/L, y_{k+1} = x_{k+1} + m (x_{k+1} - x_k),
+    m = (sqrt(kappa) - 1)/(sqrt(kappa) + 1), y_0 = x_0, has
+    F(x_k) - F* <= (1 - q)^k (F(x_0) - F* + (mu/2)||x_0 - x*||^2), q = 1/sqrt(kappa)
+    (Nesterov, Introductory Lectures on Convex Optimization, 2004, Thm 2.2.3 with
+    gamma_0 = mu, scheme (2.2.19); Beck, First-Order Methods in Optimization, 2017,
+    Thm 10.42). With (mu/2)||x - x*||^2 <= F(x) - F* <= ||grad F(x)||^2/(2 mu), the bracket
+    is at most g_0^2/mu (g_0 = ||grad F(x_0)||) and ||x_k - x*||^2 <= 2 (1-q)^k g_0^2 / mu^2;
+    since y_k - x* = (1+m)(x_k - x*) - m (x_{k-1} - x*) and m < 1,
+    ||grad F(y_k)|| <= L ||y_k - x*|| <= 3 sqrt(2) kappa (1-q)^((k-1)/2) g_0. So
+    ||grad F(y_k)|| <= tau for every
+    k >= 1 + ln(18 kappa^2 g_0^2 / tau^2) / (-ln(1 - q)), about
+    sqrt(kappa) (ln(18 kappa^2) + 2 ln(g_0/tau)). One more is added for rounding.
+    """
+    if not start_norm > tau:
+        return 0
+    if not (math.isfinite(kappa) and kappa >= 1.0 and math.isfinite(start_norm) and tau > 0):
+        raise ValueError("the accelerated method needs a finite condition number and start")
+    q = 1.0 / math.sqrt(kappa)
+    if q >= 1.0:  # kappa = 1: x_1 is the minimizer, y_2 = x_1
+        return 2
+    log_ratio = (
+        math.log(18.0) + 2.0 * math.log(kappa) + 2.0 * (math.log(start_norm) - math.log(tau))
+    )
+    return 2 + math.ceil(log_ratio / -math.log1p(-q))
+
+
+#: the smoothness constant used by the provable phase is the objective's bound times this
+#: (an allowance for the rounding of the sum of row norms that forms it)
+SMOOTHNESS_ALLOWANCE = 1.0 + 1e-6
+
+
+def _accelerated(obj, tau: float, theta: np.ndarray, grad: np.ndarray):
+    """The provable phase: Nesterov's accelerated gradient from theta (see
+    :func:`accelerated_budget`), for at most its budget; returns (y, ||grad F(y)||, steps).
+
+    Strong convexity mu = lam (the loss is convex) and smoothness L = ``obj.smoothness()``
+    (sup f'' sum_i ||x_i||^2 + lam, at most n beta + lam); only gradients are evaluated,
+    and each is the certificate test at the point returned.
+    """
+    smoothness = SMOOTHNESS_ALLOWANCE * float(obj.smoothness())
+    kappa = max(smoothness / obj.lam, 1.0)
+    norm = float(np.linalg.norm(grad))
+    budget = accelerated_budget(kappa, norm, tau)
+    momentum = (math.sqrt(kappa) - 1.0) / (math.sqrt(kappa) + 1.0)
+    x = y = np.asarray(theta, dtype=np.float64)
+    for step in range(1, budget + 1):
+        x_new = y - grad / smoothness
+        y = x_new + momentum * (x_new - x)
+        x = x_new
+        grad = obj.gradient(y)
+        norm = float(np.linalg.norm(grad))
+        if norm <= tau or not math.isfinite(norm):
+            return y, norm, step
+    return y, norm, budget
+
+
+def _provable_start(obj, candidates: list) -> tuple[np.ndarray, np.ndarray]:
+    """(point, its gradient): of the finite candidates, the one of smallest gradient norm."""
+    best = None
+    for theta in candidates:
+        if theta is None or not np.all(np.isfinite(theta)):
+            continue
+        grad = obj.gradient(theta)
+        norm = float(np.linalg.norm(grad))
+        if math.isfinite(norm) and (best is None or norm < best[2]):
+            best = (theta, grad, norm)
+    if best is None:
+        raise CertificateError(CERTIFICATE_MESSAGE)
+    return best[0], best[1]
+
+
+def _can_prove(obj) -> bool:
+    """Whether the provable phase applies: known smoothness (finite) and lam > 0."""
+    if not hasattr(obj, "smoothness"):
+        return False
+    smoothness = float(obj.smoothness())
+    return math.isfinite(smoothness) and obj.lam > 0 and math.isfinite(smoothness / obj.lam)
+
+
 def solve(
     obj: PerturbedGLMObjective,
     tau: float,
@@ -381,24 +493,55 @@ def solve(
     batch_size: int | None = None,
     theta0: np.ndarray | None = None,
 ) -> SolverResult:
-    """Minimize ``obj`` until ||grad||_2 <= tau (checked in float64); raise if not reached."""
+    """Minimize ``obj`` until ||grad||_2 <= tau (checked in float64); raise if not reached.
+
+    ``max_iter`` bounds the iterations of ``method`` only (SVRG: epochs); its Newton
+    polish gets at least :data:`POLISH_STEPS` steps. If that fast phase has not
+    certified, the provable phase (Nesterov's
+    accelerated gradient, :func:`accelerated_budget`) continues from the better of its
+    point and the start, and certifies on every valid input unless tau is below float64's
+    rounding of the gradient; :class:`CertificateError` (a fixed message) otherwise.
+    """
     if method not in SOLVERS:
         raise ValueError(f"solver must be one of {SOLVERS}, got {method!r}")
     if not (math.isfinite(tau) and tau > 0):
-        raise ValueError(f"tau must be a finite number > 0, got {tau}")
-    theta = np.zeros(obj.d) if theta0 is None else np.asarray(theta0, dtype=np.float64)
-    n_iter = 0
+        raise ValueError("tau must be a finite number > 0")
+    if isinstance(max_iter, bool) or not isinstance(max_iter, Integral) or max_iter < 0:
+        raise ValueError("max_iter must be an integer >= 0")
+    start = np.zeros(obj.d) if theta0 is None else np.asarray(theta0, dtype=np.float64)
+    if start.shape != (obj.d,) or not np.all(np.isfinite(start)):
+        raise ValueError(f"theta0 must be a finite vector of length {obj.d}")
     expensive = getattr(obj, "passes_are_expensive", False)  # out of core: each is a pass
     if expensive and method == "svrg":
         raise ValueError("SVRG needs random access to rows; use 'lbfgs' on dask data")
     if method == "svrg" and hasattr(obj, "random_access"):
         obj = obj.random_access()  # rows read in place by passes: SVRG needs them in an array
+    try:
+        theta, n_iter, method, grad_norm = _fast_phase(
+            obj, tau, method, max_iter, rng, batch_size, start, theta0 is None
+        )
+    except (np.linalg.LinAlgError, ArithmeticError):  # rounding broke a fast method
+        theta, n_iter, grad_norm = None, 0, math.nan
+    if not grad_norm <= tau and _can_prove(obj):
+        theta, grad = _provable_start(obj, [theta, start])
+        theta, grad_norm, extra = _accelerated(obj, tau, theta, grad)
+        n_iter, method = n_iter + extra, "accelerated"
+    if not grad_norm <= tau:
+        raise CertificateError(CERTIFICATE_MESSAGE)
+    return SolverResult(theta, grad_norm, n_iter, obj.grad_evals, method)
+
+
+def _fast_phase(obj, tau, method, max_iter, rng, batch_size, theta, cold: bool):
+    """(theta, iterations, method, ||grad F(theta)||) of the chosen method, its polish
+    included, within ``max_iter``; ``cold``: started at 0 (Newton may warm-start)."""
+    n_iter = 0
+    expensive = getattr(obj, "passes_are_expensive", False)
     exact = hasattr(obj, "gradient_hessian") and obj.d <= (
         EXACT_HESSIAN_MAX_D if expensive else IN_MEMORY_EXACT_MAX_D
     )
     if method in ("auto", "newton") and exact:
         stride, first = 1, None
-        if theta0 is None:
+        if cold:
             theta, stride, first = _warm_start(obj, theta)
         one_pass = expensive or getattr(obj, "hessian_rides_on_pass", False)
         theta, n_iter, grad_norm, _ = _newton_exact(
@@ -412,7 +555,7 @@ def solve(
             hessian_cost=None if expensive else getattr(obj, "hessian_cost", None),
         )
         if grad_norm <= tau:  # certified by the pass that computed this gradient
-            return SolverResult(theta, grad_norm, n_iter, obj.grad_evals, "newton")
+            return theta, n_iter, "newton", grad_norm
         method = "lbfgs"  # (not seen on strongly convex objectives) finish with L-BFGS
     elif expensive and method == "auto":
         method = "lbfgs"  # far fewer passes than Newton's Hessian-vector products
@@ -426,12 +569,7 @@ def solve(
         theta, n_iter = _svrg(obj, tau, theta, max_iter, rng, batch_size)
     if method in ("lbfgs", "svrg") and obj.gradient_norm(theta) > tau:
         # first-order methods stall far above float64's floor; finish with Newton steps
-        theta, extra = _newton_polish(obj, tau, theta, max(0, max_iter - n_iter))
+        steps = max(POLISH_STEPS, max_iter - n_iter)
+        theta, extra = _newton_polish(obj, tau, theta, steps)
         n_iter += extra
-    grad_norm = obj.gradient_norm(theta)
-    if not grad_norm <= tau:
-        raise CertificateError(
-            f"solver {method!r} stopped at ||grad|| = {grad_norm:.3g} > tau = {tau:.3g} after "
-            f"{n_iter} iterations; nothing is released (raise max_iter or try another solver)"
-        )
-    return SolverResult(theta, grad_norm, n_iter, obj.grad_evals, method)
+    return theta, n_iter, method, obj.gradient_norm(theta)

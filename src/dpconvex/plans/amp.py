@@ -26,6 +26,30 @@ def default_tau(n: int, lipschitz: float) -> float:
     return TAU_PER_ROW * max(1, n) * lipschitz
 
 
+#: smallest certificate per row and unit gradient bound a plan accepts: the gradient of n
+#: rows is computed in float64 to within about n u L (u = 1.1e-16; measured floors 2-4e-16
+#: n L), so a tau below 1e-14 n L might not be reachable, and a certification that fails
+#: after the charge would be a data-dependent event
+MIN_TAU_PER_ROW = 1e-14
+
+
+def certificate(tau: float | None, n: int, lipschitz: float) -> float:
+    """The certificate tau: the default, or the given one if float64 can reach it.
+
+    A given tau below ``MIN_TAU_PER_ROW * n * L`` is refused before anything is spent
+    (n is the public number of rows the plan is calibrated for).
+    """
+    if tau is None:
+        return default_tau(n, lipschitz)
+    floor = MIN_TAU_PER_ROW * max(1, n) * lipschitz
+    if tau < floor:
+        raise ValueError(
+            f"tau={tau:g} is below what the solver can certify in float64 on {n} rows "
+            f"({floor:.3g} = 1e-14 x rows x gradient bound); leave tau unset or raise it"
+        )
+    return float(tau)
+
+
 def default_sigma_out(tau: float, beta: float, epsilon: float, delta: float, k: int) -> float:
     """sigma_out = 2 tau z_out / beta, z_out = 100 x the budget's Gaussian noise scale.
 
@@ -63,9 +87,8 @@ class AmpPlan(Plan):
         loss, bound, clip = inputs.loss, inputs.row_bound, inputs.clip
         beta = loss.curvature * bound**2
         lipschitz = min(clip, loss.derivative_bound * bound)
-        tau, sigma_out = self.setting("tau"), self.setting("sigma_out")
-        if tau is None:
-            tau = default_tau(inputs.n, lipschitz)
+        tau = certificate(self.setting("tau"), inputs.n, lipschitz)
+        sigma_out = self.setting("sigma_out")
         if sigma_out is None:
             sigma_out = default_sigma_out(tau, beta, inputs.epsilon, inputs.delta, inputs.k)
         cal = amp_parameters(

@@ -6,7 +6,7 @@ from dp_accounting.dp_event import GaussianDpEvent
 
 from ..accounting import gaussian_noise_multiplier
 from ..mechanisms import output_perturbation, output_sensitivity
-from .amp import default_tau
+from .amp import certificate
 from .base import Plan, PlanInputs
 
 
@@ -51,8 +51,7 @@ class OutputPlan(Plan):
         eps, delta, k = inputs.epsilon, inputs.delta, inputs.k
         loss, bound, clip = inputs.loss, inputs.row_bound, inputs.clip
         lipschitz = min(clip, loss.derivative_bound * bound)
-        tau = self.setting("tau")
-        tau = default_tau(inputs.n, lipschitz) if tau is None else tau
+        tau = certificate(self.setting("tau"), inputs.n, lipschitz)
         # calibrated with the accountant that reports the spend (not the analytic value)
         z = gaussian_noise_multiplier(eps, delta, k, accounting=inputs.accounting)
         lam = self.setting("lam")
