@@ -1,5 +1,6 @@
-"""python -m dpconvex"""
+"""python -m dpconvex (importing this module runs nothing)."""
 
 from .cli import main
 
-main()
+if __name__ == "__main__":
+    main()
