@@ -1,4 +1,4 @@
-"""The direct Zarr chunk reader gives exactly what zarr reads, or steps aside for zarr."""
+"""The direct Zarr chunk reader gives exactly what zarr reads, or refuses the layout."""
 
 import numpy as np
 import pytest
@@ -90,33 +90,94 @@ def test_missing_chunks_hold_the_fill_value(tmp_path):
     assert got[0, 0] == 2.5 and got[150, 0] == 1.0
 
 
-def test_other_layouts_are_read_by_zarr(tmp_path):
-    X = _rows()
-    layouts = {
-        "columns split": {},
-        "big-endian": dict(serializer=zarr.codecs.BytesCodec(endian="big")),
-        "sharded": dict(shards=(200, 7)),
-        "transposed": dict(filters=[zarr.codecs.TransposeCodec(order=(1, 0))]),
-    }
-    for name, layout in layouts.items():
-        path = tmp_path / f"{name}.zarr"
-        group = zarr.open_group(str(path), mode="w")
-        chunks = (100, 3) if name == "columns split" else (100, 7)
-        extra = {k: v for k, v in layout.items() if k in ("shards", "filters", "serializer")}
-        array = group.create_array("X", shape=X.shape, chunks=chunks, dtype=X.dtype, **extra)
-        array[:] = X
-        group.create_array("y", shape=(X.shape[0],), chunks=(100,), dtype="i8")[:] = 1
-        assert zarr_chunks(array) is None, name
-        Xz, _ = read_zarr(path)
-        assert not Xz.name.startswith("_read_block-"), name
-        np.testing.assert_array_equal(Xz.compute(), X, err_msg=name)
+C = zarr.codecs
+MORE_LAYOUTS = {
+    "columns split": {"chunks": (100, 3)},
+    "chunks wider than the array": {"chunks": (100, 9)},
+    "chunks larger than the array": {"chunks": (2000, 7)},
+    "big-endian": {"serializer": C.BytesCodec(endian="big")},
+    "transposed": {"filters": [C.TransposeCodec(order=(1, 0))]},
+    "transposed, split": {"chunks": (64, 3), "filters": [C.TransposeCodec(order=(1, 0))]},
+    "crc32c": {"compressors": [C.ZstdCodec(), C.Crc32cCodec()]},
+    "crc32c, no compressor": {"compressors": [C.Crc32cCodec()]},
+    "sharded": {"chunks": (50, 7), "shards": (200, 7)},
+    "sharded, split": {"chunks": (50, 3), "shards": (100, 6)},
+    "sharded, index first": {
+        "chunks": (200, 7),
+        "serializer": C.ShardingCodec(
+            chunk_shape=(50, 7), codecs=[C.BytesCodec(), C.GzipCodec()], index_location="start"
+        ),
+        "compressors": None,  # a compressed shard decodes to a size no metadata declares
+    },
+    "numcodecs.zlib": {"compressors": [C.numcodecs.Zlib(level=1)]},
+    "numcodecs.bz2": {"compressors": [C.numcodecs.BZ2(level=1)]},
+    "numcodecs.lzma": {"compressors": [C.numcodecs.LZMA(preset=1)]},
+    "numcodecs.lz4": {"compressors": [C.numcodecs.LZ4()]},
+    "v2 bz2": {"zarr_format": 2, "compressors": numcodecs.BZ2(1)},
+    "v2 lzma": {"zarr_format": 2, "compressors": numcodecs.LZMA(preset=1)},
+    "v2 lz4": {"zarr_format": 2, "compressors": numcodecs.LZ4()},
+    "v2 gzip, split, F": {
+        "zarr_format": 2,
+        "chunks": (100, 3),
+        "compressors": numcodecs.GZip(1),
+        "order": "F",
+    },
+    "v2 big-endian int16, split": {"zarr_format": 2, "chunks": (100, 3), "dtype": ">i2"},
+}
+
+
+@pytest.mark.parametrize("layout", sorted(MORE_LAYOUTS))
+def test_more_layouts_equal_zarrs_reading(tmp_path, layout):
+    """Layouts zarr's own reader once read for dpconvex, read directly now and partly
+    written (chunks never written hold the fill value)."""
+    kwargs = dict(MORE_LAYOUTS[layout])
+    fmt, dtype = kwargs.pop("zarr_format", 3), kwargs.pop("dtype", "f8")
+    chunks = kwargs.pop("chunks", (100, 7))
+    X = _rows().astype(dtype)
+    group = zarr.open_group(str(tmp_path / "s.zarr"), mode="w", zarr_format=fmt)
+    array = group.create_array("X", shape=X.shape, chunks=chunks, dtype=dtype, **kwargs)
+    array[:100] = X[:100]
+    array[300:] = X[300:]
+    rows = kwargs.get("shards", chunks)[0]
+    group.create_array("y", shape=(X.shape[0],), chunks=(rows,), dtype=dtype)[:] = X[:, 0]
+    got = _direct(tmp_path / "s.zarr")
+    assert got.shape == X.shape and got.dtype == np.dtype(dtype).newbyteorder("=")
+    np.testing.assert_array_equal(got.compute(), array[:])
+
+
+def _v2_filters(group):
+    return group.create_array(
+        "X", shape=(30, 2), chunks=(10, 2), dtype="f8", filters=[numcodecs.Delta(dtype="f8")]
+    )
+
+
+def _v3_shuffle(group):
+    shuffle = C.numcodecs.Shuffle(elementsize=8)
+    return group.create_array("X", shape=(30, 2), chunks=(10, 2), dtype="f8", compressors=[shuffle])
+
+
+def _v3_delta(group):
+    delta = C.numcodecs.Delta(dtype="f8")
+    return group.create_array("X", shape=(30, 2), chunks=(10, 2), dtype="f8", filters=[delta])
+
+
+@pytest.mark.parametrize(
+    ("make", "fmt"), [(_v2_filters, 2), (_v3_shuffle, 3), (_v3_delta, 3)], ids=["v2", "v3", "v3 aa"]
+)
+def test_other_layouts_are_refused_naming_the_array(tmp_path, make, fmt):
+    array = make(zarr.open_group(str(tmp_path / "s.zarr"), mode="w", zarr_format=fmt))
+    array[:] = 1.0
+    with pytest.raises(ValueError, match=r"s\.zarr/X uses .*which dpconvex does not read"):
+        zarr_chunks(array)
+    with pytest.raises(ValueError, match=r"s\.zarr/X uses"):
+        read_zarr(tmp_path / "s.zarr", y=None)
 
 
 def test_a_chunk_of_the_wrong_length_is_refused(tmp_path):
     X = _rows()
     array = _store(tmp_path / "s.zarr", X, compressors=None)
     chunks = zarr_chunks(array)
-    with open(chunks.files[1], "r+b") as handle:
+    with open(chunks.path(1), "r+b") as handle:
         handle.truncate(100)
     with pytest.raises(ValueError, match="holds 100 bytes; a chunk of this array has 5600"):
         _direct(tmp_path / "s.zarr").compute()
@@ -124,11 +185,11 @@ def test_a_chunk_of_the_wrong_length_is_refused(tmp_path):
     array = _store(tmp_path / "z.zarr", X)  # zstd
     chunks = zarr_chunks(array)
     # a valid zstd frame of half a chunk: decoding it would leave the chunk's tail unset
-    with open(chunks.files[2], "wb") as handle:
+    with open(chunks.path(2), "wb") as handle:
         handle.write(numcodecs.Zstd().encode(X[:50].tobytes()))
     with pytest.raises(ValueError, match="decodes to 2800 bytes; a chunk of this array has 5600"):
         _direct(tmp_path / "z.zarr").compute()
-    with open(chunks.files[2], "wb") as handle:  # and one of two chunks
+    with open(chunks.path(2), "wb") as handle:  # and one of two chunks
         handle.write(numcodecs.Zstd().encode(X[:200].tobytes()))
     with pytest.raises(ValueError, match=r"does not decode to a chunk of this array \(5600"):
         _direct(tmp_path / "z.zarr").compute()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import os
 from pathlib import Path
 
 import numpy as np
@@ -16,49 +17,81 @@ def read_table(
 
     ``path`` is a Parquet file or directory, or a CSV file or glob. Feature columns
     must be numeric. The split assigns rows at random with a fixed seed
-    (dask's ``random_split``), a public, data-independent procedure.
+    (dask's ``random_split``), a public, data-independent procedure. Before anything is
+    read: Parquet files are checked as by :func:`read_parquet` (every file's schema);
+    every CSV file must be a regular file whose header (checked as by
+    :func:`dpconvex.datasets.load_csv`: UTF-8, no empty or repeated name) is the first
+    file's; CSV feature columns are read as float64, so a cell that is not a number
+    fails the read.
     """
     import dask.dataframe as dd
 
-    text = str(path)
-    if text.endswith(".parquet") or Path(text).is_dir():
-        df = dd.read_parquet(text)
-    else:
-        df = dd.read_csv(text, blocksize=blocksize)
-    if target not in df.columns:
-        raise ValueError(f"target column {target!r} not in {text} (columns: {list(df.columns)})")
-    features = [c for c in df.columns if c != target]
-    bad = [c for c in features if not np.issubdtype(df[c].dtype, np.number)]
-    if bad:
-        raise ValueError(f"feature columns must be numeric; not numeric: {bad}")
     if not 0 < test_size < 1:
         raise ValueError(f"test_size must be in (0, 1), got {test_size}")
+    text = str(path)
+    if text.endswith(".parquet") or Path(text).is_dir():
+        files, _, features, _ = _checked_parquet(Path(text), target, None)
+        df = dd.read_parquet([f for f, _ in files], columns=[*features, target])
+    else:
+        names, header = _csv_files(text)
+        if target not in header:
+            raise ValueError(f"target column {target!r} not in {text} (columns: {header})")
+        features = [c for c in header if c != target]
+        dtypes = dict.fromkeys(features, "float64")
+        df = dd.read_csv(names, blocksize=blocksize, dtype=dtypes)
+    bad = [c for c in features if not np.issubdtype(df[c].dtype, np.number)]
+    if bad:
+        raise ValueError(f"{text}: feature columns must be numeric; not numeric: {bad}")
     train, test = df.random_split([1 - test_size, test_size], random_state=seed)
 
     def arrays(part):
         X = part[features].to_dask_array(lengths=True).astype(np.float64)
         return X, part[target].to_dask_array(lengths=True)
 
-    return arrays(train), arrays(test)
+    try:  # the lengths are computed here: the files' cells are parsed
+        return arrays(train), arrays(test)
+    except ValueError as error:
+        raise ValueError(f"{text}: {_brief(error).removeprefix('ValueError: ')}") from None
+
+
+def _csv_files(text: str) -> tuple[list[str], list[str]]:
+    """(the CSV files ``text`` names, as a path or a glob, their common header)."""
+    import glob
+
+    from ..datasets.files import csv_header
+
+    names = sorted(glob.glob(text)) if glob.has_magic(text) else [text]
+    if not names or not Path(names[0]).exists():
+        raise FileNotFoundError(f"no such CSV file: {text}")
+    header = csv_header(names[0])
+    for name in names[1:]:
+        other = csv_header(name)
+        if other != header:
+            raise ValueError(
+                f"{Path(name).name}: its header differs from that of {Path(names[0]).name}; "
+                "every file must hold the same columns in the same order"
+            )
+    return names, header
 
 
 def read_zarr(path: str | Path, x: str = "X", y: str | None = "y"):
     """(X, y) as dask arrays over the arrays ``x`` and ``y`` of a Zarr group (lazily).
 
     ``path`` is a Zarr store (a directory or URL) holding the feature matrix ``x``
-    (n x d, numeric, chunked by rows) and the label or target vector ``y`` (n rows),
-    for instance written by ``dask.array.to_zarr(X, path, component="X")`` and
+    (n x d, numeric) and the label or target vector ``y`` (n numbers), for instance
+    written by ``dask.array.to_zarr(X, path, component="X")`` and
     ``dask.array.to_zarr(y, path, component="y")``. Nothing is read but the metadata:
     the arrays keep their stored dtype (the fit converts each chunk to float64) and the
-    dask chunks are the Zarr chunks along the rows, one chunk along the columns; ``y``
-    is chunked like the rows of ``X``. ``y=None`` returns ``(X, None)`` (for
-    prediction). Needs the ``zarr`` package (in the ``dask`` extra).
+    dask chunks are the Zarr chunks (or shards) along the rows, one chunk along the
+    columns; ``y`` is chunked like the rows of ``X``. ``y=None`` returns ``(X, None)``
+    (for prediction). Needs the ``zarr`` package (in the ``dask`` extra).
 
-    Arrays in a local directory, chunked by rows only, stored plainly or with a
-    standard compressor (what zarr and ``dask.array.to_zarr`` write by default), are
-    read by one task per chunk that decodes the chunk's file straight into its array
-    (:mod:`dpconvex.scale.zarr_chunks`: half the time of zarr's own reader on 10^6 x
-    100 rows); any other layout is read by zarr.
+    Arrays in a local directory are read by one task per row chunk that decodes the
+    chunk files straight into its array (:mod:`dpconvex.scale.zarr_chunks`: half the
+    time of zarr's own reader on 10^6 x 100 rows), with memory bounded by the declared
+    shape; the store is checked first (regular files inside it, declared sizes within
+    the module's bounds, codecs it reads) and refused naming the file otherwise. A
+    URL's arrays are read by zarr after the same checks of their metadata.
     """
 
     text = str(path)
@@ -82,19 +115,20 @@ def read_zarr(path: str | Path, x: str = "X", y: str | None = "y"):
 
 
 def _zarr_dask(text: str, component: str):
-    """The zarr array ``component`` of the store at ``text`` as a dask array: read from its
-    chunk files directly (:mod:`dpconvex.scale.zarr_chunks`) when the store is a local
-    directory and the layout is covered, else by ``dask.array.from_zarr``."""
-    import dask.array as da
-    import zarr
+    """The zarr array ``component`` of the store at ``text`` as a dask array: a local
+    directory's chunks read from their files with bounded memory
+    (:mod:`dpconvex.scale.zarr_chunks`), a URL's by zarr after the same checks of its
+    declared sizes and codecs."""
+    from .zarr_chunks import open_local, open_remote
 
-    from .zarr_chunks import zarr_chunks
-
-    if Path(text).is_dir():
-        direct = zarr_chunks(zarr.open_array(text, path=component, mode="r"))
-        if direct is not None:
-            return direct.to_dask()
-    return da.from_zarr(text, component=component)
+    if "://" in text:
+        return open_remote(text, component)
+    path = Path(text)
+    if not path.exists():
+        raise FileNotFoundError(f"no such Zarr store: {text}")
+    if not path.is_dir():
+        raise ValueError(f"{text} is not a Zarr store (a directory)")
+    return open_local(text, component).to_dask()
 
 
 def read_parquet(path: str | Path, target: str | None, features: list[str] | None = None):
@@ -102,39 +136,26 @@ def read_parquet(path: str | Path, target: str | None, features: list[str] | Non
 
     ``path`` is a Parquet file or a directory of them (read in name order). Only the
     files' footers are read here: the chunk sizes come from their row counts, so no
-    pass is spent finding them. Each chunk of ``X`` reads only the ``features`` columns
-    of its file (default: every column but ``target``) into a float64 matrix, and
-    each chunk of ``y`` only the ``target`` column, so a look at the labels reads a
+    pass is spent finding them, and every file's schema is checked against the first
+    file's (the same columns with the same types; features numeric, the target numeric
+    or text) before anything is read. Each chunk of ``X`` reads only the ``features``
+    columns of its file (default: every column but ``target``) into a float64 matrix,
+    and each chunk of ``y`` only the ``target`` column, so a look at the labels reads a
     hundredth of the data, not all of it. ``target=None`` returns ``(X, None)``.
-    Needs ``pyarrow`` (in the ``dask`` extra).
+    Files must be regular files (inside the directory, if one is given); a file whose
+    rows differ from its footer's count, or with missing values (nulls), is refused
+    when its chunk is read. Needs ``pyarrow`` (in the ``dask`` extra).
     """
     from functools import partial
 
     import dask.array as da
-    import pyarrow.parquet as pq
 
-    root = Path(path)
-    if not root.exists():
-        raise FileNotFoundError(f"no such Parquet file or directory: {root}")
-    files = sorted(root.glob("*.parquet")) if root.is_dir() else [root]
-    if not files:
-        raise ValueError(f"no .parquet files in {root}")
-    schema = pq.read_schema(files[0])
-    if target is not None and target not in schema.names:
-        raise ValueError(f"target column {target!r} not in {root} (columns: {schema.names})")
-    features = [c for c in schema.names if c != target] if features is None else list(features)
-    missing = [c for c in features if c not in schema.names]
-    if missing:
-        raise ValueError(f"feature columns {missing} not in {root} (columns: {schema.names})")
-    bad = [c for c in features if not _numeric(schema.field(c).type)]
-    if bad:
-        raise ValueError(f"feature columns must be numeric; not numeric: {bad}")
-    rows = tuple(pq.ParquetFile(f).metadata.num_rows for f in files)
-    names = [str(f) for f in files]
+    files, schema, features, rows = _checked_parquet(Path(path), target, features)
+    _check_parquet_rows(rows, files, len(features))
     # one task per file, keyed by its row chunk (name, i, 0): a fit that reads the first
     # chunks first (dpconvex.scale.fit.cache_rows) can name them by their keys
     X = da.map_blocks(
-        partial(_parquet_matrix, names, features),
+        partial(_parquet_matrix, files, rows, features),
         chunks=(rows, (len(features),)),
         dtype=np.float64,
         meta=np.empty((0, 0)),
@@ -143,7 +164,7 @@ def read_parquet(path: str | Path, target: str | None, features: list[str] | Non
         return X, None
     dtype = schema.field(target).type.to_pandas_dtype()
     y = da.map_blocks(
-        partial(_parquet_column, names, target),
+        partial(_parquet_column, files, rows, target),
         chunks=(rows,),
         dtype=dtype,
         meta=np.empty(0, dtype),
@@ -151,27 +172,167 @@ def read_parquet(path: str | Path, target: str | None, features: list[str] | Non
     return X, y
 
 
+def _checked_parquet(root: Path, target: str | None, features: list[str] | None):
+    """(files, the first file's schema, feature columns, row counts) of the Parquet file
+    or directory ``root``, after checking every file's footer against the first's."""
+    files = _parquet_files(root)
+    footers = [_parquet_footer(f, label) for f, label in files]
+    schemas = [schema for schema, _ in footers]
+    schema, first = schemas[0], files[0][1]
+    if target is not None and target not in schema.names:
+        raise ValueError(f"target column {target!r} not in {first} (columns: {schema.names})")
+    features = [c for c in schema.names if c != target] if features is None else list(features)
+    missing = [c for c in features if c not in schema.names]
+    if missing:
+        raise ValueError(f"feature columns {missing} not in {first} (columns: {schema.names})")
+    _check_parquet_types(schema, first, features, target)
+    for other, (_, label) in zip(schemas[1:], files[1:], strict=True):
+        _same_schema(schema, other, first, label)
+    return files, schema, features, tuple(rows for _, rows in footers)
+
+
+def _parquet_files(root: Path) -> list[tuple[str, str]]:
+    """[(resolved path, name in messages), ...]: the file ``root`` or the ``*.parquet``
+    files of the directory ``root`` in name order, each a regular file (in the directory)."""
+    from .zarr_chunks import MAX_CHUNKS, regular_file
+
+    if not root.exists():
+        raise FileNotFoundError(f"no such Parquet file or directory: {root}")
+    if not root.is_dir():
+        real = regular_file(root, str(root))
+        if real is None:
+            raise FileNotFoundError(f"no such Parquet file or directory: {root}")
+        return [(real, str(root))]
+    inside = os.path.realpath(root)
+    names = sorted(p.name for p in root.iterdir() if p.name.endswith(".parquet"))
+    if not names:
+        raise ValueError(f"no .parquet files in {root}")
+    if len(names) > MAX_CHUNKS:
+        raise ValueError(f"{root} holds {len(names)} Parquet files; at most {MAX_CHUNKS} are read")
+    files = []
+    for name in names:
+        label = f"{root.name}/{name}"
+        real = regular_file(root / name, label, inside)
+        if real is None:
+            raise ValueError(f"{label} is a link to nothing")
+        files.append((real, label))
+    return files
+
+
+def _parquet_footer(path: str, label: str):
+    """(arrow schema, row count) from a Parquet file's footer, reading no data."""
+    import pyarrow.parquet as pq
+
+    try:
+        meta = pq.read_metadata(path)
+        schema = meta.schema.to_arrow_schema()
+    except Exception as error:  # noqa: BLE001 - pyarrow's refusal of a hostile footer
+        raise ValueError(f"{label} is not a readable Parquet file ({_brief(error)})") from None
+    duplicated = sorted({n for n in schema.names if schema.names.count(n) > 1})
+    if duplicated:
+        raise ValueError(f"{label} names columns {duplicated} more than once")
+    return schema, meta.num_rows
+
+
+def _check_parquet_types(schema, label: str, features: list[str], target: str | None) -> None:
+    import pyarrow.types as pt
+
+    bad = [f"{c} ({schema.field(c).type})" for c in features if not _numeric(schema.field(c).type)]
+    if bad:
+        raise ValueError(
+            f"{label}: feature columns must be numeric (integer, float or bool); not numeric: {bad}"
+        )
+    if target is not None:
+        kind = schema.field(target).type
+        if not (_numeric(kind) or pt.is_string(kind) or pt.is_large_string(kind)):
+            raise ValueError(
+                f"{label}: the target column {target!r} is {kind}; labels must be numbers or text"
+            )
+
+
+def _same_schema(schema, other, first: str, label: str) -> None:
+    """Refuse a file whose columns or their types differ from the first file's."""
+    if set(other.names) != set(schema.names):
+        missing = [c for c in schema.names if c not in other.names]
+        extra = [c for c in other.names if c not in schema.names]
+        raise ValueError(
+            f"{label}: its columns differ from those of {first} (missing {missing}, "
+            f"extra {extra}); every file must hold the same columns"
+        )
+    for name in schema.names:
+        want, got = schema.field(name).type, other.field(name).type
+        if not got.equals(want):
+            raise ValueError(
+                f"{label}: column {name!r} is {got}, but {want} in {first}; every file must "
+                "give a column the same type"
+            )
+
+
+def _check_parquet_rows(rows, files, width: int) -> None:
+    from .zarr_chunks import MAX_CHUNK_BYTES
+
+    for count, (_, label) in zip(rows, files, strict=True):
+        if count * max(width, 1) * 8 > MAX_CHUNK_BYTES:
+            raise ValueError(
+                f"{label} holds {count} rows of {width} features, read as one chunk of more "
+                f"than {MAX_CHUNK_BYTES} bytes: split it into smaller files"
+            )
+
+
 def _numeric(arrow_type) -> bool:
     import pyarrow.types as pt
 
+    if pt.is_dictionary(arrow_type):
+        arrow_type = arrow_type.value_type
     return pt.is_integer(arrow_type) or pt.is_floating(arrow_type) or pt.is_boolean(arrow_type)
 
 
-def _parquet_matrix(paths: list[str], columns: list[str], block_id=None) -> np.ndarray:
-    """The columns of file ``block_id[0]`` as an n x d float64 matrix (filled column by column)."""
+def _brief(error: BaseException) -> str:
+    from .zarr_chunks import _brief as brief
+
+    return brief(error)
+
+
+def _parquet_table(file: tuple[str, str], rows: int, columns: list[str], numeric: bool = True):
+    """The ``columns`` of the Parquet file (path, name), checked: still a regular file, the
+    rows its footer declares, no missing values."""
     import pyarrow.parquet as pq
 
-    table = pq.read_table(paths[block_id[0]], columns=columns)
+    from .zarr_chunks import regular_file
+
+    path, label = file
+    if regular_file(path, label) is None:
+        raise ValueError(f"{label} no longer exists")
+    try:
+        table = pq.read_table(path, columns=columns)
+    except Exception as error:  # noqa: BLE001 - pyarrow's refusal of a hostile file
+        raise ValueError(f"{label} cannot be read ({_brief(error)})") from None
+    if table.num_rows != rows:
+        raise ValueError(f"{label} holds {table.num_rows} rows; its footer declares {rows}")
+    for name, column in zip(columns, table.columns, strict=True):
+        if numeric and not _numeric(column.type):
+            raise ValueError(f"{label}: column {name!r} reads as {column.type}, not numbers")
+        if column.null_count:
+            raise ValueError(
+                f"{label}: column {name!r} has missing values (nulls); drop those rows or "
+                "impute the values first"
+            )
+    return table
+
+
+def _parquet_matrix(files, rows, columns: list[str], block_id=None) -> np.ndarray:
+    """The columns of file ``block_id[0]`` as an n x d float64 matrix (filled column by column)."""
+    i = block_id[0]
+    table = _parquet_table(files[i], rows[i], columns)
     out = np.empty((len(columns), table.num_rows))
     for j, column in enumerate(table.columns):
         out[j] = column.to_numpy()
     return out.T
 
 
-def _parquet_column(paths: list[str], column: str, block_id=None) -> np.ndarray:
-    import pyarrow.parquet as pq
-
-    return pq.read_table(paths[block_id[0]], columns=[column]).column(0).to_numpy()
+def _parquet_column(files, rows, column: str, block_id=None) -> np.ndarray:
+    i = block_id[0]
+    return _parquet_table(files[i], rows[i], [column], numeric=False).column(0).to_numpy()
 
 
 def synthetic_glm(n: int, d: int, *, chunk_rows: int = 100_000, seed: int = 0):
