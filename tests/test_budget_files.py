@@ -209,6 +209,9 @@ def test_an_absurd_clock_is_refused_before_anything_is_written(tmp_path, monkeyp
             "entry #1 cannot be read",
         ),
         ("UPDATE entries SET event = '[1, 2' WHERE id = 1", "entry #1 cannot be read"),
+        # an event text past the cap is refused before it is parsed
+        ("UPDATE entries SET event = ' ' || zeroblob(17000000) WHERE id = 1",
+         "entry #1 cannot be read"),
     ],
 )
 def test_hostile_rows_give_one_clear_error(tmp_path, statement, match):

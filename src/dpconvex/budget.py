@@ -109,6 +109,9 @@ from .accounting.serialization import event_from_dict, event_to_dict
 #: their memory) grow without bound, for no meaningful difference in protection.
 MIN_DELTA = 1e-100
 
+#: Longest stored event text a ledger reads (a DP-SGD search's event is a few kB).
+MAX_EVENT_TEXT = 1 << 24
+
 #: Chain format (the genesis of a composition ledger is hashed with this number).
 FORMAT = 2
 
@@ -419,7 +422,7 @@ def _load_event(text: str) -> DpEvent:
     def load() -> DpEvent:
         try:
             event = event_from_dict(json.loads(text))
-        except (ValueError, TypeError, KeyError, AttributeError, ImportError) as err:
+        except (ValueError, TypeError, KeyError, AttributeError) as err:
             raise ValueError(f"unreadable event ({type(err).__name__}: {err})") from None
         except RecursionError:
             raise ValueError("unreadable event (nested too deeply)") from None
@@ -427,6 +430,8 @@ def _load_event(text: str) -> DpEvent:
 
     if not isinstance(text, str):
         raise ValueError("its event is not text")
+    if len(text) > MAX_EVENT_TEXT:
+        raise ValueError(f"its event is longer than {MAX_EVENT_TEXT} characters")
     return _EVENTS.get(text, load)
 
 

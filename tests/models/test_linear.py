@@ -230,3 +230,13 @@ def test_a_tau_float64_cannot_certify_is_refused_before_the_charge(tmp_path):
         model = DPLogisticRegression(method=method, tau=2 * floor, random_state=0).fit(X, y)
         assert model.mechanism_params_["tau"] == 2 * floor
     assert ledger.entries() == []
+
+
+@pytest.mark.parametrize(
+    "name", ["epsilon", "lam", "row_bound", "max_iter", "random_state"]
+)
+def test_a_bool_is_not_a_number(name):
+    """scikit-learn's Interval takes True for 1; epsilon=True is a mistake, refused."""
+    X, y = np.ones((20, 2)), np.arange(20) % 2
+    with pytest.raises(ValueError, match="must not be a bool"):
+        DPLogisticRegression(**{name: True}).fit(X, y)

@@ -37,7 +37,7 @@ import numpy as np
 from dp_accounting.dp_event import ComposedDpEvent, SelfComposedDpEvent
 from scipy.special import expit
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, _fit_context
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import Interval, InvalidParameterError, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
@@ -112,6 +112,17 @@ class _DPLinearModel(BaseEstimator):
     """Shared fitting logic; subclasses define the loss and the targets."""
 
     _parameter_constraints: dict = dict(_COMMON_CONSTRAINTS)
+
+    def _validate_params(self) -> None:
+        """scikit-learn's constraints, and no bool where a number or a seed is expected
+        (scikit-learn's ``Interval`` takes ``True`` for 1: ``epsilon=True`` is a mistake)."""
+        super()._validate_params()
+        for name, value in self.get_params(deep=False).items():
+            if name != "fit_intercept" and isinstance(value, bool | np.bool_):
+                raise InvalidParameterError(
+                    f"The {name!r} parameter of {type(self).__name__} must not be a bool; "
+                    f"got {value!r}"
+                )
 
     # -- hooks -------------------------------------------------------------------
     def _loss(self):
