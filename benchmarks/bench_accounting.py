@@ -23,6 +23,7 @@ import time  # noqa: E402
 import numpy as np  # noqa: E402
 from dp_accounting import dp_event  # noqa: E402
 from dp_accounting.pld import pld_privacy_accountant  # noqa: E402
+from search_runs import fit_counting_runs  # noqa: E402
 
 from dpconvex.accounting import (  # noqa: E402
     ObjectivePerturbationDpEvent,
@@ -259,9 +260,8 @@ def calibration_tables(repeats: int) -> None:
             random_state=seed,
         )
         start = time.perf_counter()
-        search.fit(X, y)
+        k = fit_counting_runs(search, X, y)
         t_search = time.perf_counter() - start
-        k = search.n_candidates_
         n_train = X.shape[0] - int(round(search.validation_fraction * X.shape[0]))
         t_fits = 0.0
         for j in range(k):  # K untuned fits of the per-run budget on as many rows, cold

@@ -13,3 +13,14 @@ def test_a_gaussian_too_narrow_for_the_pld_grid_is_refused_with_its_reason():
     # a noise multiplier inside the limit still composes (a huge but finite epsilon)
     spent = PrivacyAccountant("pld").compose(GaussianDpEvent(0.05)).get_epsilon(1e-5)
     assert 100 < spent < float("inf")
+
+
+def test_the_options_of_a_random_choice_are_checked_like_any_child_event():
+    """A zero-noise option inside a random choice once made a ledger's total infinite."""
+    from dpconvex.accounting import RandomChoiceDpEvent
+    from dpconvex.accounting.event_checks import validate_event
+
+    good = RandomChoiceDpEvent([GaussianDpEvent(1.0), GaussianDpEvent(2.0)])
+    assert validate_event(good) is good
+    with pytest.raises(ValueError, match="noise_multiplier must be > 0"):
+        validate_event(RandomChoiceDpEvent([GaussianDpEvent(1.0), GaussianDpEvent(0.0)]))

@@ -93,11 +93,9 @@ def _fit_dpsgd(X, y):
 def test_a_fit_reports_its_epsilon_from_the_pld_its_calibration_composed(monkeypatch):
     import numpy as np
 
-    from dpconvex.accounting import gaussian_pld as gp
-
     built = []
-    real = gp.gaussian_pld
-    monkeypatch.setattr(acc_mod, "gaussian_pld", lambda *a: built.append(a) or real(*a))
+    real = acc_mod.gaussian_loss_pmfs  # the certified compositions (the search's are not)
+    monkeypatch.setattr(acc_mod, "gaussian_loss_pmfs", lambda *a: built.append(a) or real(*a))
     rng = np.random.default_rng(0)
     X, y = rng.normal(size=(400, 3)), rng.integers(0, 2, 400)
     acc_mod._RESULTS.clear()
@@ -130,40 +128,45 @@ def test_cache_keys_hold_public_parameters_only():
     assert acc_mod._event_key(model.dp_event_) in {key[0] for key in composed}
 
 
-def test_the_optional_disk_cache_answers_a_new_process_with_the_same_number(tmp_path):
-    from dpconvex.accounting import disk_cache, use_disk_cache
+def test_the_optional_disk_cache_guides_a_new_processs_search_but_never_answers(tmp_path):
+    from dpconvex.accounting import disk_cache, dpsgd_noise_multiplier, use_disk_cache
 
-    event = dp_event.SelfComposedDpEvent(dp_event.GaussianDpEvent(2.345678), 7)
+    args = (8.0, 1e-5, 0.1, 20)
     try:
-        path = use_disk_cache(tmp_path)
+        folder = use_disk_cache(tmp_path)
         acc_mod._RESULTS.clear()
-        first = _fresh(event).get_epsilon(1e-6)
-        assert path.exists() and path.parent == tmp_path
+        acc_mod._COMPOSED.clear()
+        first = dpsgd_noise_multiplier(*args)
+        assert folder.is_dir() and folder.parent == tmp_path and any(folder.iterdir())
         acc_mod._RESULTS.clear()  # as in a new process: only the disk remembers
-        fresh = _fresh(event)
-        fresh._epsilon = lambda delta: pytest.fail("recomputed instead of read from disk")
-        assert fresh.get_epsilon(1e-6) == first
-        # the stored keys are hashes of the public query only
+        acc_mod._COMPOSED.clear()
+        hints = acc_mod._RESULTS.hints
+        assert dpsgd_noise_multiplier(*args) == first  # the same search, on stored answers
+        assert acc_mod._RESULTS.hints > hints  # read from the disk ...
+        event = dp_event.SelfComposedDpEvent(dp_event.GaussianDpEvent(2.345678), 7)
         key = _fresh(event)._query_key("epsilon", 1e-6)
-        assert disk_cache.get(key) == first
-        assert disk_cache.get(_fresh(event)._query_key("epsilon", 2e-6)) is None
+        disk_cache.put(key, 1e-3)  # ... but a stored answer is never reported
+        acc_mod._RESULTS.clear()
+        with pytest.warns(UserWarning, match="disagreed"):
+            assert _fresh(event).get_epsilon(1e-6) == _fresh(event)._epsilon(1e-6)
     finally:
         use_disk_cache(None)
         acc_mod._RESULTS.clear()
-    assert disk_cache.get(_fresh(event)._query_key("epsilon", 1e-6)) is None  # off again
+    assert disk_cache.get(key) is None  # off again
 
 
 def test_a_broken_disk_cache_warns_once_and_changes_no_answer(tmp_path):
-    from dpconvex.accounting import use_disk_cache
+    from dpconvex.accounting import dpsgd_noise_multiplier, use_disk_cache
 
     blocker = tmp_path / "file"
     blocker.write_text("not a directory")
-    event = dp_event.GaussianDpEvent(3.21)
-    expected = PrivacyAccountant("pld").compose(event)._epsilon(1e-5)
+    acc_mod._RESULTS.clear()
+    expected = dpsgd_noise_multiplier(8.0, 1e-5, 0.1, 20)
     try:
         use_disk_cache(blocker)  # a file where the cache directory should be
         acc_mod._RESULTS.clear()
-        with pytest.warns(UserWarning, match="on-disk accounting cache is off"):
-            assert _fresh(event).get_epsilon(1e-5) == expected
+        with pytest.warns(UserWarning, match="on-disk accounting cache: off") as seen:
+            assert dpsgd_noise_multiplier(8.0, 1e-5, 0.1, 20) == expected
+        assert len(seen) == 1
     finally:
         use_disk_cache(None)

@@ -70,6 +70,7 @@ from .objpert import (
     objpert_epsilon,
     objpert_rdp,
 )
+from .pld import GridTooLargeError
 
 __all__ = [
     "AMP_DEFAULTS",
@@ -84,6 +85,7 @@ __all__ = [
     "DiscreteLaplaceDpEvent",
     "DominatingPair",
     "GaussianDpEvent",
+    "GridTooLargeError",
     "ObjectivePerturbationDpEvent",
     "PLDAccountant",
     "PoissonSampledDpEvent",

@@ -14,10 +14,16 @@ Papernot-Steinke tuning of our own mechanisms works unchanged.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+import hashlib
+import inspect
 import math
+import secrets
 import threading
+import types
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import attr
 import numpy as np
@@ -32,7 +38,8 @@ from . import pld as _pld
 from .conversions import CONVERSIONS, delta_from_rdp, epsilon_from_rdp
 from .event_checks import validate_event
 from .events import AmpDpEvent, ObjectivePerturbationDpEvent, RandomChoiceDpEvent
-from .gaussian_pld import gaussian_pld
+from .gaussian_pld import approximate_gaussian_pld, gaussian_loss_pmfs, grid_points
+from .limits import check_count
 from .objpert import amp_rdp, objpert_rdp
 from .subsampled_rdp import (
     GENERAL_MAX_ORDER,
@@ -58,6 +65,8 @@ DEFAULT_RDP_ORDERS = np.array(
 )
 
 ACCOUNTINGS = ("auto", "pld", "rdp")
+#: Largest PLD grid step accepted: a privacy loss resolved more coarsely says nothing useful.
+MAX_GRID_STEP = 1.0
 
 # Extension points: other modules price their own event types here, without
 # editing this file. An RDP rule maps (event, orders) to the RDP curve at those
@@ -74,21 +83,100 @@ PLD_CHECKS: dict[type, Callable[[dp_event.DpEvent], str | None]] = {}
 
 
 def register_rdp(event_type: type, rule: Callable) -> None:
-    """Let :class:`RdpAccountant` price ``event_type`` with ``rule(event, orders)``."""
+    """Let :class:`RdpAccountant` price ``event_type`` with ``rule(event, orders)``.
+
+    Registering (or replacing) a rule forgets every answer cached in this process, and
+    the rule's code enters the key of the on-disk cache (:func:`registry_digest`).
+    """
     RDP_RULES[event_type] = rule
+    _registry_changed()
 
 
 def register_pld(event_type: type, rule: Callable, check: Callable | None = None) -> None:
     """Let :class:`PLDAccountant` price ``event_type`` with ``rule(event, h) -> LossPmf``.
 
     ``check(event)``, if given, returns None for the instances ``rule`` covers and
-    otherwise a message saying why not; those instances are refused by PLD.
+    otherwise a message saying why not; those instances are refused by PLD. As for
+    :func:`register_rdp`, cached answers are forgotten.
     """
     PLD_RULES[event_type] = rule
     if check is None:
         PLD_CHECKS.pop(event_type, None)
     else:
         PLD_CHECKS[event_type] = check
+    _registry_changed()
+
+
+#: Bumped by every registration: accountants drop what they cached under older rules.
+_REGISTRY = {"version": 0, "digest": None}
+
+
+def _registry_changed() -> None:
+    _REGISTRY["version"] += 1
+    _REGISTRY["digest"] = None
+    for cache in ("_RESULTS", "_COMPOSED", "_BASE_PLDS"):
+        if cache in globals():  # not yet defined while this module loads
+            globals()[cache].clear()
+
+
+def _code_digest(code: types.CodeType, digest) -> None:
+    digest.update(code.co_code)
+    digest.update(repr(code.co_names).encode())
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            _code_digest(const, digest)
+        else:
+            digest.update(repr(const).encode())
+
+
+def _function_digest(func: object, digest) -> None:
+    """Qualified name, bytecode, defaults, closure values and module source of a rule.
+
+    A callable whose code cannot be read (a builtin, a callable object, a closure over
+    non-plain values) gets a per-process token: its answers are then never shared.
+    """
+    name = f"{getattr(func, '__module__', '?')}.{getattr(func, '__qualname__', '?')}"
+    digest.update(name.encode())
+    code = getattr(func, "__code__", None)
+    if code is None:
+        digest.update(repr(("opaque", id(func), _PROCESS_TOKEN)).encode())
+        return
+    _code_digest(code, digest)
+    digest.update(repr(getattr(func, "__defaults__", None)).encode())
+    for cell in getattr(func, "__closure__", None) or ():
+        try:
+            value = cell.cell_contents
+        except ValueError:  # an empty cell
+            value = None
+        if value is None or isinstance(value, bool | int | float | str | type):
+            digest.update(repr(value).encode())
+        else:
+            digest.update(repr(("opaque", id(value), _PROCESS_TOKEN)).encode())
+    try:
+        digest.update(inspect.getsource(inspect.getmodule(func)).encode())
+    except (OSError, TypeError):
+        digest.update(b"no module source")
+
+
+_PROCESS_TOKEN = secrets.token_hex(16)
+
+
+def registry_digest() -> str:
+    """Digest of every registered pricing rule (event type, rule and check functions).
+
+    Part of every key of the on-disk cache, so that a changed rule, wherever it is
+    registered from, never meets an answer computed by another.
+    """
+    if _REGISTRY["digest"] is None:
+        digest = hashlib.sha256()
+        for table in (RDP_RULES, PLD_RULES, PLD_CHECKS):
+            rows = sorted(table.items(), key=lambda kv: f"{kv[0].__module__}.{kv[0].__qualname__}")
+            for event_type, rule in rows:
+                digest.update(f"|{event_type.__module__}.{event_type.__qualname__}|".encode())
+                _function_digest(rule, digest)
+            digest.update(b"#")
+        _REGISTRY["digest"] = digest.hexdigest()[:24]
+    return _REGISTRY["digest"]
 
 
 def _pld_refusal(event: dp_event.DpEvent) -> str | None:
@@ -361,7 +449,11 @@ def base_delta_from_pld(event, epsilons, h: float = 1e-4) -> np.ndarray | None:
     if key is not None:
         _BASE_PLDS.move_to_end(key)
     order = np.argsort(epsilons)  # dp_accounting wants ascending epsilons
-    curves = [np.asarray(acc._pld.get_delta_for_epsilon(epsilons[order])) for acc in front._plds()]
+    try:
+        plds = front._plds()
+    except _pld.GridTooLargeError:
+        return None  # too wide for a PLD grid: the RDP conversion alone prices it
+    curves = [np.asarray(acc._pld.get_delta_for_epsilon(epsilons[order])) for acc in plds]
     out = np.empty(epsilons.size)
     out[order] = np.minimum.reduce(curves)
     return out
@@ -394,6 +486,11 @@ class PLDAccountant(pld_privacy_accountant.PLDAccountant):
             )
         self.subsampled_add_pair = subsampled_add_pair
         self.used_subsampled_pair = False
+
+    def supports(self, event: dp_event.DpEvent) -> bool:
+        """Whether ``event`` can be composed: checked with its real counts (dp_accounting
+        checks with count 0, which hides a Gaussian composed too often for the grid)."""
+        return self._maybe_compose(event, 1, False) is None
 
     def _our_loss_pmfs(self, event) -> tuple[_pld.LossPmf, _pld.LossPmf | None]:
         """(remove, add) PLRVs of one of our events (add None: symmetric)."""
@@ -440,20 +537,54 @@ class PLDAccountant(pld_privacy_accountant.PLDAccountant):
                 self._compose_ours(*self._our_loss_pmfs(event), count)
             return None
         if isinstance(inner, dp_event.GaussianDpEvent):
-            refusal = _gaussian_grid_refusal(
-                inner.noise_multiplier, self._value_discretization_interval
-            )
+            z = inner.noise_multiplier
+            if inner is event and z > 0 and count > 0:  # count Gaussians are one
+                z = z / math.sqrt(count)
+            refusal = _gaussian_grid_refusal(z, self._value_discretization_interval)
             if refusal is not None:
                 return _CompositionError(invalid_event=inner, error_message=refusal)
             if self._compose_gaussian(event, count, do_compose):
                 return None
+        refusal = _grid_refusal(event, self._value_discretization_interval)
+        if refusal is not None:
+            return _CompositionError(invalid_event=event, error_message=refusal)
+        if do_compose and count > 1 and not isinstance(event, _STRUCTURE):
+            return self._compose_leaf(event, count)
         return super()._maybe_compose(event, count, do_compose)
+
+    def _compose_leaf(self, event, count: int):
+        """``count`` compositions of one of dp_accounting's events, with certified round-off.
+
+        dp_accounting builds the event's PLD; its ``count``-fold composition (with the
+        running PLD) goes through :func:`dpconvex.accounting.pld.compose_counts`, whose
+        window is bounded before anything is allocated (dp_accounting's own
+        ``self_compose`` tried to allocate terabytes for 10^9 Laplace mechanisms).
+        """
+        single = PLDAccountant(
+            self.neighboring_relation, self._value_discretization_interval, self.subsampled_add_pair
+        )
+        error = single._maybe_compose(event, 1, True)
+        if error is not None:
+            return error
+        self.used_subsampled_pair |= single.used_subsampled_pair
+        if single._contains_non_dp_event:
+            self._contains_non_dp_event = True
+            return None
+        pld = single._pld
+        add = None if pld._symmetric else _as_loss_pmf(pld._pmf_add)
+        self._compose_ours(_as_loss_pmf(pld._pmf_remove), add, count)
+        return None
 
     def _compose_gaussian(self, event, count: int, do_compose: bool) -> bool:
         """Compose a (Poisson-subsampled) Gaussian with the numpy-built PLD; False: not handled.
 
-        The same PLD dp_accounting builds (:mod:`dpconvex.accounting.gaussian_pld`), four to
-        five times faster; other neighbouring relations and zero noise go to dp_accounting.
+        The PMF dp_accounting builds (:mod:`dpconvex.accounting.gaussian_pld`), four to
+        five times faster, composed ``count`` times and with the running PLD by
+        :func:`dpconvex.accounting.pld.compose_counts`, whose bins are certified upper
+        bounds (dp_accounting's plain FFT power can fall below the true delta at small
+        deltas). ``count`` unsubsampled Gaussians of noise z are one Gaussian of noise
+        z / sqrt(count), exactly. Other neighbouring relations and zero noise go to
+        dp_accounting.
         """
         sampled = isinstance(event, dp_event.PoissonSampledDpEvent)
         z = (event.event if sampled else event).noise_multiplier
@@ -462,16 +593,16 @@ class PLDAccountant(pld_privacy_accountant.PLDAccountant):
             return False
         if do_compose:
             h = self._value_discretization_interval
-            if sampled:
-                pld = gaussian_pld(z, h, q, count)
+            if _pld.approximate.get():  # a calibration's search only: fast, not certified
+                if q < 1:
+                    self._pld = self._pld.compose(approximate_gaussian_pld(z, h, q, count))
+                else:
+                    self._pld = self._pld.compose(approximate_gaussian_pld(z / math.sqrt(count), h))
+            elif q < 1:
+                self._compose_ours(*gaussian_loss_pmfs(z, h, q), count)
             else:  # k Gaussians of noise z are one Gaussian of noise z / sqrt(k)
-                pld = gaussian_pld(z / math.sqrt(count), h)
-            self._pld = self._pld.compose(pld)
+                self._compose_ours(gaussian_loss_pmfs(z / math.sqrt(count), h)[0], None, 1)
         return True
-
-
-#: a Gaussian PLD on more grid points than this is refused (memory and time)
-MAX_GAUSSIAN_GRID_POINTS = 10**8
 
 
 def _gaussian_grid_refusal(noise_multiplier: float, h: float) -> str | None:
@@ -484,18 +615,55 @@ def _gaussian_grid_refusal(noise_multiplier: float, h: float) -> str | None:
     s = float(noise_multiplier)
     if not s > 0:
         return None  # left to the event checks
-    points = 2.0 * (0.5 / s**2 + 10.0 / s) / h
-    if points <= MAX_GAUSSIAN_GRID_POINTS:
+    points = grid_points(s, h)
+    if points <= _pld.MAX_GRID_POINTS:
         return None
+    shown = f"{points:.2g}" if math.isfinite(points) else "more than 1e300"
     return (
-        f"noise multiplier {s:.3g} is too small for PLD accounting: its privacy loss spans "
-        f"about {points * h:.3g}, {points:.2g} grid points at step {h:g}; such an epsilon is "
-        "far too large to be useful, so raise the noise or use RDP accounting"
+        f"noise multiplier {s:.3g} is too small for PLD accounting at grid step {h:g}: it "
+        f"needs {shown} grid points (at most {_pld.MAX_GRID_POINTS:.0e}); raise the noise or "
+        "the grid step, or use RDP accounting"
     )
 
 
+#: Events whose structure dp_accounting's accountant walks (not priced themselves).
+_STRUCTURE = (
+    dp_event.ComposedDpEvent,
+    dp_event.SelfComposedDpEvent,
+    dp_event.NoOpDpEvent,
+    dp_event.NonPrivateDpEvent,
+)
+
+
+def _grid_refusal(event, h: float) -> str | None:
+    """Why dp_accounting's PLD of ``event`` would need too many grid points, or None.
+
+    The Laplace mechanism of parameter b has privacy losses in [-1/b, 1/b], the
+    discrete Laplace of parameter a and sensitivity k in [-a k, a k]; dp_accounting
+    allocates the whole range.
+    """
+    if isinstance(event, dp_event.LaplaceDpEvent) and event.noise_multiplier > 0:
+        span, what = 2.0 / event.noise_multiplier, "the Laplace mechanism"
+    elif isinstance(event, dp_event.DiscreteLaplaceDpEvent):
+        span, what = 2.0 * event.noise_parameter * event.sensitivity, "the discrete Laplace"
+    else:
+        return None
+    try:
+        _pld.check_grid_points(span / h + 3, what, h)
+    except _pld.GridTooLargeError as error:
+        return str(error)
+    return None
+
+
 def _as_loss_pmf(pmf) -> _pld.LossPmf:
-    """A dp_accounting PLD PMF (sparse or dense) as a :class:`~dpconvex.accounting.pld.LossPmf`."""
+    """A dp_accounting PLD PMF (sparse or dense) as a :class:`~dpconvex.accounting.pld.LossPmf`.
+
+    A sparse PMF is made dense only after its span is checked (:data:`pld.MAX_GRID_POINTS`).
+    """
+    losses = getattr(pmf, "_loss_probs", None)
+    if losses:
+        span = max(losses) - min(losses)
+        _pld.check_grid_points(span + 1, "this mechanism", pmf._discretization)
     dense = pmf.to_dense_pmf()
     return _pld.LossPmf(
         dense._discretization,
@@ -544,14 +712,20 @@ class PrivacyAccountant:
         self._refine = orders is None
         self._orders = RdpAccountant(orders).orders
         self._h = v.positive("value_discretization_interval", value_discretization_interval)
+        if self._h > MAX_GRID_STEP:
+            raise ValueError(
+                f"value_discretization_interval must be at most {MAX_GRID_STEP:g} (a privacy "
+                f"loss resolved only to {self._h:g} says nothing useful), got {self._h:g}"
+            )
         self._events: list[dp_event.DpEvent] = []
         self._cache: dict = {}
+        self._registry = _REGISTRY["version"]
 
     # -- composition ---------------------------------------------------------
     def compose(self, event: dp_event.DpEvent, count: int = 1) -> PrivacyAccountant:
         """Add ``count`` adaptive compositions of ``event``; returns ``self``."""
         validate_event(event)  # nonsense counts or noise are refused, never priced
-        count = v.positive_int("count", count)
+        count = check_count("count", count)
         candidate = event if count == 1 else dp_event.SelfComposedDpEvent(event, count)
         ledger = dp_event.ComposedDpEvent([*self._events, candidate])
         self._pick_accounting(ledger)  # raises UnsupportedEventError early
@@ -566,7 +740,14 @@ class PrivacyAccountant:
 
     @property
     def accounting_used(self) -> str:
-        """``"pld"`` or ``"rdp"``: what :meth:`get_epsilon` uses for the current ledger."""
+        """``"pld"`` or ``"rdp"``: what :meth:`get_epsilon` uses for the current ledger.
+
+        With ``"auto"``, RDP also when the PLD of the ledger turned out to need more
+        than :data:`dpconvex.accounting.pld.MAX_GRID_POINTS` grid points.
+        """
+        self._check_registry()
+        if self._cache.get("pld_too_large") and self.accounting == "auto":
+            return "rdp"
         return self._pick_accounting(self.ledger)
 
     def _pick_accounting(self, ledger: dp_event.DpEvent) -> str:
@@ -586,9 +767,17 @@ class PrivacyAccountant:
             )
             if details is not None and details.error_message:
                 reason = f" ({details.error_message})"
+        shown = str(ledger)
+        shown = shown if len(shown) <= 200 else shown[:197] + "..."
         raise UnsupportedEventError(
-            f"{which} accounting does not support this composition{reason}: {ledger}"
+            f"{which} accounting does not support this composition{reason}: {shown}"
         )
+
+    def _check_registry(self) -> None:
+        """Forget what this accountant computed under pricing rules registered since."""
+        if self._registry != _REGISTRY["version"]:
+            self._cache.clear()
+            self._registry = _REGISTRY["version"]
 
     # -- queries -------------------------------------------------------------
     def _plds(self, slack: float = _pld.UNTILTED_SLACK) -> tuple:
@@ -598,12 +787,12 @@ class PrivacyAccountant:
         with Zhu-Dong-Wang's Thm 11 add-direction pair for all of them, one with the
         mixture pair (P, (1-q)P + qQ) (:func:`dpconvex.accounting.pld.poisson_subsample`).
         Each is a valid upper bound, so the queries report the smaller of the two.
+        ``slack = inf`` asks for the approximate PLD of a calibration search (Gaussians
+        composed by a plain FFT power, :data:`dpconvex.accounting.pld.approximate`);
+        a certified PLD answers such a request too, never the reverse.
         """
+        self._check_registry()
         done = self._cache.setdefault("pld", {})
-        if not _contains_ours(self.ledger, _ours_pld):
-            slack = 0.0  # the allowance only concerns our own compositions: any PLD will do
-            if done:
-                return next(iter(done.values()))
         for have, plds in done.items():
             if have <= slack:
                 return plds
@@ -614,7 +803,8 @@ class PrivacyAccountant:
         if key is not None and (plds := _COMPOSED.get(key)) is not None:
             done[slack] = plds
             return plds
-        token = _pld.slack_budget.set(slack)
+        token = _pld.slack_budget.set(min(slack, _pld.UNTILTED_SLACK))
+        approximate = _pld.approximate.set(slack == math.inf)
         try:
             acc = PLDAccountant(value_discretization_interval=self._h)
             acc.compose(self.ledger)
@@ -627,12 +817,14 @@ class PrivacyAccountant:
             done[slack] = plds
         finally:
             _pld.slack_budget.reset(token)
+            _pld.approximate.reset(approximate)
         if key is not None:
             _COMPOSED.put(key, plds)
         return done[slack]
 
     def rdp(self, orders=None) -> np.ndarray:
         """RDP of the composition at ``orders`` (default: this accountant's orders)."""
+        self._check_registry()
         orders = self._orders if orders is None else np.asarray(orders, dtype=float)
         key = ("rdp", orders.tobytes())
         if key not in self._cache:
@@ -670,18 +862,29 @@ class PrivacyAccountant:
             return None
         return (
             kind, float(value), ledger, self.accounting, self.conversion, self._refine,
-            self._orders.tobytes(), self._h, _pld.UNTILTED_SLACK,
+            self._orders.tobytes(), self._h, _pld.UNTILTED_SLACK, registry_digest(),
         )  # fmt: skip
 
     def get_epsilon(self, delta: float) -> float:
         """Epsilon of the composition at ``delta`` (an upper bound)."""
         delta = v.probability_open("delta", delta)
-        return _RESULTS.lookup(self._query_key("epsilon", delta), lambda: self._epsilon(delta))
+        self._check_registry()
+        return _RESULTS.lookup(
+            self._query_key("epsilon", delta),
+            lambda: self._epsilon(delta),
+            lambda: self._epsilon(delta, approximate=True),
+        )
 
-    def _epsilon(self, delta: float) -> float:
+    def _epsilon(self, delta: float, approximate: bool = False) -> float:
         if self.accounting_used == "pld":
             slack = min(_pld.UNTILTED_SLACK, 1e-4 * delta)  # round-off <= 1e-4 of delta
-            epsilon = min(float(acc.get_epsilon(delta)) for acc in self._plds(slack))
+            slack = math.inf if approximate else slack
+            try:
+                epsilon = min(float(acc.get_epsilon(delta)) for acc in self._plds(slack))
+            except _pld.GridTooLargeError:
+                if not self._rdp_fallback():
+                    raise
+                return self._rdp_convert(epsilon_from_rdp, delta)
             if self.accounting == "auto" and epsilon == np.inf and self._rdp_supported():
                 # delta below the PLD's truncated tails (~1e-16): both are upper bounds,
                 # so the finite RDP conversion is as valid and far more useful
@@ -689,19 +892,40 @@ class PrivacyAccountant:
             return epsilon
         return self._rdp_convert(epsilon_from_rdp, delta)
 
+    def _rdp_fallback(self) -> bool:
+        """With "auto", price by RDP a ledger whose PLD needs too many grid points (both are
+        upper bounds); False when RDP cannot price it either, or accounting is "pld"."""
+        if self.accounting != "auto" or not self._rdp_supported():
+            return False
+        self._cache["pld_too_large"] = True
+        return True
+
     def _rdp_supported(self) -> bool:
         return RdpAccountant(self._orders).supports(self.ledger)
 
     def get_delta(self, epsilon: float) -> float:
         """Delta of the composition at ``epsilon`` (an upper bound)."""
         epsilon = v.nonnegative("epsilon", epsilon)
-        return _RESULTS.lookup(self._query_key("delta", epsilon), lambda: self._delta(epsilon))
+        self._check_registry()
+        return _RESULTS.lookup(
+            self._query_key("delta", epsilon),
+            lambda: self._delta(epsilon),
+            lambda: self._delta(epsilon, approximate=True),
+        )
 
-    def _delta(self, epsilon: float) -> float:
+    def _delta(self, epsilon: float, approximate: bool = False) -> float:
         if self.accounting_used == "pld":
-            delta = min(float(acc.get_delta(epsilon)) for acc in self._plds())
-            if _pld.UNTILTED_SLACK > 1e-4 * delta:  # round-off allowance too large here
-                delta = min(float(acc.get_delta(epsilon)) for acc in self._plds(1e-4 * delta))
+            try:
+                slack = math.inf if approximate else _pld.UNTILTED_SLACK
+                delta = min(float(acc.get_delta(epsilon)) for acc in self._plds(slack))
+                if approximate:
+                    return delta
+                if _pld.UNTILTED_SLACK > 1e-4 * delta:  # round-off allowance too large here
+                    delta = min(float(acc.get_delta(epsilon)) for acc in self._plds(1e-4 * delta))
+            except _pld.GridTooLargeError:
+                if not self._rdp_fallback():
+                    raise
+                return self._rdp_convert(delta_from_rdp, epsilon)
             return delta
         return self._rdp_convert(delta_from_rdp, epsilon)
 
@@ -761,6 +985,43 @@ def _one_blas_thread():
     return _BLAS[0].limit(limits=1, user_api="blas")
 
 
+#: Whether queries may answer approximately (1), also from the on-disk cache (2), or
+#: only with computed answers (0, the default): see :func:`search_hints`.
+_HINTS: contextvars.ContextVar[int] = contextvars.ContextVar("accounting_hints", default=0)
+
+
+@contextlib.contextmanager
+def search_hints(disk: bool = True) -> Iterator[None]:
+    """Within: accountant queries may answer approximately, or from the on-disk cache.
+
+    For the *search* of a calibration only. PLD queries compose Gaussians by a plain
+    FFT power (dp_accounting's algorithm: fast, accurate at moderate deltas, not
+    certified), and a stored answer may be read from disk unverified; either guides
+    the search to the next candidate. The calibration then checks the candidate it
+    returns with queries made outside this context: certified, computed in this
+    process (or taken from the in-process cache, which holds only such answers).
+    Never wrap a query whose answer is reported or released. ``disk=False`` keeps
+    the approximations but not the disk (a search after a failed check).
+    """
+    token = _HINTS.set(2 if disk else 1)
+    try:
+        yield
+    finally:
+        _HINTS.reset(token)
+
+
+def stored_answers_read() -> int:
+    """How many answers queries have taken from the on-disk cache in this process."""
+    return _RESULTS.hints
+
+
+def _plausible(key, value: float) -> bool:
+    """A stored answer of the right kind: a delta in [0, 1], an epsilon >= 0."""
+    if not (value >= 0):  # NaN too
+        return False
+    return key[0] != "delta" or value <= 1.0
+
+
 class _ResultCache:
     """Process-wide LRU of (query, public parameters) -> epsilon or delta.
 
@@ -768,18 +1029,34 @@ class _ResultCache:
     settings, the delta or epsilon asked for), so a repeated query (a calibration that
     prices the same candidate twice, an estimator reporting the epsilon its calibration
     already computed, a second fit with the same settings) returns the first answer
-    instead of composing again. The value is the one the accountant computed; nothing
-    about privacy changes. With the optional on-disk cache on
-    (:mod:`dpconvex.accounting.disk_cache`), answers also outlive the process.
+    instead of composing again. The value is the one the accountant computed in this
+    process; nothing about privacy changes. With the optional on-disk cache on
+    (:mod:`dpconvex.accounting.disk_cache`) answers are also written to disk, and read
+    back only as hints inside :func:`search_hints`: a value from disk is never kept
+    here, never reported, and an entry that disagrees with a recomputation turns the
+    disk cache off for the process.
     """
 
     def __init__(self, size: int = 4096):
         self._size = size
         self._data: OrderedDict = OrderedDict()
+        self._approximate: OrderedDict = OrderedDict()  # answers for searches only
         self._lock = threading.Lock()
         self.hits = 0
+        self.hints = 0
 
-    def lookup(self, key, compute):
+    def lookup(self, key, compute, approximate=None):
+        """The answer to the query ``key``: ``compute()`` unless known.
+
+        Inside :func:`search_hints`, a query that can be approximated is answered by
+        ``approximate()`` (or its stored value, kept apart from computed answers, or
+        read from the disk cache): a search then sees the same consistent answers
+        whatever was computed before. Outside, only answers computed in this process
+        are returned.
+        """
+        hinted = _HINTS.get()
+        if hinted and approximate is not None:
+            return self._approximation(key, approximate, hinted > 1)
         if key is None:
             return compute()
         with self._lock:
@@ -787,20 +1064,60 @@ class _ResultCache:
                 self._data.move_to_end(key)
                 self.hits += 1
                 return self._data[key]
-        value = disk_cache.get(key)  # None unless the optional on-disk cache is on
-        if value is None:
-            with _one_blas_thread():
-                value = compute()
-            disk_cache.put(key, value)
+        if hinted > 1 and (hint := self._stored(key, key)) is not None:
+            return hint
+        with _one_blas_thread():
+            value = compute()
+        self._record(key, value)
         with self._lock:
             self._data[key] = value
             if len(self._data) > self._size:
                 self._data.popitem(last=False)
         return value
 
+    def _stored(self, key, stored) -> float | None:
+        """A plausible answer to ``key`` read from the disk cache under ``stored``, or None."""
+        hint = disk_cache.get(stored)  # None unless the optional on-disk cache is on
+        if hint is None or not _plausible(key, hint):
+            return None
+        self.hints += 1
+        return hint
+
+    def _approximation(self, key, approximate, disk: bool) -> float:
+        if key is None:
+            with _one_blas_thread():
+                return approximate()
+        with self._lock:
+            if key in self._approximate:
+                self._approximate.move_to_end(key)
+                return self._approximate[key]
+        stored = ("approximate", key)
+        if disk and (hint := self._stored(key, stored)) is not None:
+            return hint
+        with _one_blas_thread():
+            value = approximate()
+        with self._lock:
+            self._approximate[key] = value
+            if len(self._approximate) > self._size:
+                self._approximate.popitem(last=False)
+        self._record(stored, value)
+        return value
+
+    @staticmethod
+    def _record(key, value: float) -> None:
+        """Write ``value`` to disk; an entry there that disagrees means the cache cannot be
+        trusted even as a hint (forged with the user's key, or stale), so it is dropped."""
+        stored = disk_cache.get(key)
+        if stored is not None and not math.isclose(stored, value, rel_tol=1e-9, abs_tol=1e-300):
+            disk_cache.distrust("an entry disagreed with the answer recomputed here")
+            return
+        if stored is None:
+            disk_cache.put(key, value)
+
     def clear(self) -> None:
         with self._lock:
             self._data.clear()
+            self._approximate.clear()
 
 
 _RESULTS = _ResultCache()

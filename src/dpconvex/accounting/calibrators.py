@@ -6,11 +6,12 @@ epsilon each reports for the returned parameters never exceeds the target.
 
 from __future__ import annotations
 
+import contextlib
 import math
 from dataclasses import dataclass
 
 from .. import _validation as v
-from .accountants import PrivacyAccountant
+from .accountants import PrivacyAccountant, search_hints, stored_answers_read
 from .calibration import CalibrationError, calibrate
 from .events import (
     AmpDpEvent,
@@ -20,6 +21,7 @@ from .events import (
     tuned_event,
 )
 from .gaussian import gaussian_delta
+from .limits import LARGEST, bounded, check_count
 
 #: The paper's AMP settings for logistic loss on unit rows plus a bias (seed 000
 #: §5, spec/objpert.md §3): ||(x, 1)|| <= sqrt 2 so C = L = sqrt 2, beta = 1/4 * 2.
@@ -141,8 +143,9 @@ def _clt_mu(z: float, q: float, steps: int) -> float:
 
 
 def _clt_noise_multiplier(mu: float, q: float, steps: int) -> float:
-    """The z with :func:`_clt_mu` (z) = mu."""
-    return 1.0 / math.sqrt(math.log1p(mu**2 / (q**2 * steps)))
+    """The z with :func:`_clt_mu` (z) = mu (0 or inf at the ends of float range)."""
+    ratio = mu / q
+    return 1.0 / math.sqrt(math.log1p(ratio * ratio / steps))
 
 
 def _gdp_mu(epsilon: float, delta: float) -> float | None:
@@ -257,6 +260,7 @@ def dpsgd_noise_multiplier(
     if accounting == "rdp" or tuning_mu is not None:
         _check_rdp_can_reach(epsilon, delta, orders)
     guess = _clt_noise_multiplier(1.0 / gaussian_sigma(epsilon, delta, 1.0), sampling_rate, steps)
+    guess = min(max(guess, 1e-3), 1e12)  # a start only: the search moves as far as needed
     model = None
     if tuning_mu is None:
         model = (
@@ -281,28 +285,82 @@ def _noise_multiplier(
     0.0625158 > 0.0625 at q = 0.0625). The coarser grid almost always binds, so the
     search runs there and the finer grid checks the result. ``model`` (mu(z), z(mu))
     guides the search with PLD accounting (:func:`_model_search`).
+
+    The search runs on approximate answers (Gaussians composed by a plain FFT power)
+    and, at first, on answers stored by the on-disk cache (:func:`search_hints`); the
+    z it returns is then checked on every grid by the certified accountant, computed
+    in this process, and only a z that passes is returned. Stored answers that
+    misled the search (it failed, or its answer fails their recomputation) are
+    dropped and the search repeated; an approximation that fell short of the
+    certified answer lowers the search's target by their ratio.
     """
 
     def delta_at(h: float):
         return lambda z: _delta_of(make(z), epsilon, accounting, orders, h)
 
-    def search(h: float, lo: float, hi: float) -> float:
-        if model is not None and accounting != "rdp":
-            found = _model_search(delta_at(h), epsilon, delta, *model, math.sqrt(lo * hi), rtol)
-            if found is not None:
-                return found
-        return calibrate(delta_at(h), delta, lo, hi, decreasing=True, floor=floor, rtol=rtol)
+    # The search runs on approximate answers (and on stored ones, at first): a
+    # calibration composes the certified PLD only to check the noise it returns.
+    aim = {"target": delta, "disk": True}
+
+    def search(h: float, lo: float, hi: float, approximate: bool = True) -> float:
+        target = aim["target"] if approximate else delta
+        hints = search_hints(disk=aim["disk"]) if approximate else contextlib.nullcontext()
+        with hints:
+            if model is not None and accounting != "rdp":
+                start = math.sqrt(lo * hi)
+                found = _model_search(delta_at(h), epsilon, target, *model, start, rtol)
+                if found is not None:
+                    return found
+            return calibrate(
+                delta_at(h), target, lo, hi, decreasing=True, floor=floor, ceiling=LARGEST,
+                rtol=rtol,
+            )  # fmt: skip
+
+    def guided_search(h: float, lo: float, hi: float) -> float:
+        """:func:`search`, again without the disk cache if stored answers misled it."""
+        stored = stored_answers_read()
+        try:
+            z = search(h, lo, hi)
+        except ValueError:  # CalibrationError included: no noise found, or out of range
+            if stored_answers_read() == stored:
+                raise
+            aim["disk"] = False
+            return search(h, lo, hi)
+        if stored_answers_read() > stored and _misled(delta_at(h), z, aim["target"], rtol):
+            aim["disk"] = False  # stored answers misled the search (forged, or stale): again
+            z = search(h, lo, hi)
+        return z
 
     grids = [grid]
     if check_default_grid and accounting != "rdp" and grid < DEFAULT_PLD_GRID:
         grids = [DEFAULT_PLD_GRID, grid]
-    z = search(grids[0], *bracket)
-    for _ in range(3):  # a rise of z on one grid is checked again on the others
+    z = guided_search(grids[0], *bracket)
+    for attempt in range(4):  # a rise of z on one grid is checked again on the others
+        # the check that decides: certified, computed here, never read from the disk cache
         missed = [h for h in grids if delta_at(h)(z) > delta]
         if not missed:
             return z
-        z = search(missed[0], z, bracket[1] / bracket[0] * z)
+        h, aim["disk"] = missed[0], False
+        certified = delta_at(h)(z)
+        with search_hints(disk=False):
+            approximate = delta_at(h)(z)
+        if attempt < 2 and 0 < approximate < certified:
+            # the approximation fell short of the certified answer near z: aim lower by
+            # their ratio (and 10 rtol, a tolerance step in z), then check again
+            ratio = approximate / certified * (1.0 - 10.0 * rtol)
+            aim["target"] = min(aim["target"], delta * ratio)
+            z = guided_search(h, z, bracket[1] / bracket[0] * z)
+        else:
+            z = search(h, z, bracket[1] / bracket[0] * z, approximate=False)
     raise CalibrationError(f"no noise multiplier met epsilon={epsilon:g} on every grid")
+
+
+def _misled(delta_at, z: float, delta: float, rtol: float) -> bool:
+    """Whether a search's answer z, found on stored answers, fails their recomputation:
+    z must meet ``delta`` and z / (1 + 2 rtol), below the search's last miss, must not.
+    Approximate answers, computed here (cheap), before any certified check."""
+    with search_hints(disk=False):
+        return delta_at(z) > delta or delta_at(z / (1.0 + 2.0 * rtol)) <= delta
 
 
 def gaussian_noise_multiplier(
@@ -322,7 +380,7 @@ def gaussian_noise_multiplier(
     """
     epsilon = check_epsilon(epsilon)
     delta = v.probability_open("delta", delta)
-    k = v.positive_int("compositions", compositions)
+    k = check_count("compositions", compositions)
     h = (
         pld_grid(epsilon)
         if value_discretization_interval is None
@@ -395,13 +453,15 @@ def amp_parameters(
     if accounting not in ("rdp", "pld"):
         raise ValueError(f"accounting must be 'rdp' or 'pld', got {accounting!r}")
     beta = v.nonnegative("beta", beta)
-    lipschitz = v.positive("lipschitz", lipschitz)
-    tau = v.positive("tau", tau)
-    sigma_out = v.positive("sigma_out", sigma_out)
-    noise_factor = v.positive("noise_factor", noise_factor)
+    lipschitz = bounded("lipschitz", lipschitz)
+    tau = bounded("tau", tau)
+    sigma_out = bounded("sigma_out", sigma_out)
+    noise_factor = bounded("noise_factor", noise_factor)
+    lam_growth = v.finite("lam_growth", lam_growth)
     if lam_growth <= 1:
         raise ValueError(f"lam_growth must be > 1, got {lam_growth}")
-    compositions = v.positive_int("compositions", compositions)
+    max_grid_steps = check_count("max_grid_steps", max_grid_steps)
+    compositions = check_count("compositions", compositions)
     grid = (
         pld_grid(epsilon)
         if value_discretization_interval is None
@@ -417,6 +477,8 @@ def amp_parameters(
     def delta_at(sigma: float, lam: float) -> float:
         return _delta_of(priced(sigma, lam), epsilon, accounting, h=grid)
 
+    # AMP's calibration takes milliseconds: every answer it uses is computed here (none
+    # is read from the on-disk cache, none approximated)
     def result(lam: float, ceiling: float | None) -> AmpCalibration:
         sigma = calibrate(
             lambda s: delta_at(s, lam),
@@ -449,6 +511,11 @@ def amp_parameters(
             )
         return result(lam, 1e4 * sigma_cap)
     lam0 = (2.0 * beta / epsilon) if beta > 0 else 1.0 / epsilon
+    if math.log(lam0) + (max_grid_steps - 1) * math.log(lam_growth) > math.log(LARGEST):
+        raise ValueError(
+            f"the lam grid {lam0:.3g} * {lam_growth:g}^k for k < max_grid_steps={max_grid_steps} "
+            f"goes beyond {LARGEST:g}; lower max_grid_steps or lam_growth"
+        )
     checked: dict[int, bool] = {}
 
     def feasible(k: int) -> bool:  # monotone in k: a larger lam only lowers the privacy loss

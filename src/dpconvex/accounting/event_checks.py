@@ -16,17 +16,17 @@ import json
 from dp_accounting import dp_event as de
 
 from .. import _validation as v
+from .events import RandomChoiceDpEvent
+from .limits import bounded, check_count
 from .serialization import event_from_dict, event_to_dict
 
 
 def _count(name: str, value: object) -> int:
-    return v.positive_int(name, value)  # refuses bools, fractions, strings, <= 0
+    return check_count(name, value)
 
 
 def _noise(name: str, value: object) -> float:
-    if isinstance(value, bool):
-        raise ValueError(f"{name} must be a positive number, got {value!r}")
-    return v.positive(name, value)
+    return bounded(name, value)  # also refuses bools, and scales accounting cannot handle
 
 
 def validate_event(event: object, *, storable: bool = False) -> de.DpEvent:
@@ -61,7 +61,7 @@ def _check_node(event: de.DpEvent) -> None:  # noqa: C901 - one branch per event
     if isinstance(event, de.SelfComposedDpEvent):
         _count(f"{name}.count", event.count)
         _check_child(name, event.event)
-    elif isinstance(event, de.ComposedDpEvent):
+    elif isinstance(event, de.ComposedDpEvent | RandomChoiceDpEvent):
         if not isinstance(event.events, list | tuple):
             raise ValueError(f"{name}.events must be a list of events")
         for child in event.events:

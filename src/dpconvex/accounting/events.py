@@ -15,6 +15,7 @@ import attr
 from dp_accounting import dp_event
 
 from .. import _validation as v
+from .limits import bounded, bounded_ratio, check_count
 
 # Re-exported so that users can build every event from one module.
 ComposedDpEvent = dp_event.ComposedDpEvent
@@ -27,13 +28,18 @@ DpEvent = dp_event.DpEvent
 
 def _positive(name):
     def check(instance, attribute, value):
-        v.positive(name, value)
+        bounded(name, value)
 
     return check
 
 
 def _check_lam_beta(instance, attribute, value):
-    v.regularization_exceeds_smoothness(instance.lam, instance.beta)
+    lam, _ = v.regularization_exceeds_smoothness(instance.lam, instance.beta)
+    bounded("lam", lam)
+
+
+def _check_objpert_ratio(event) -> None:
+    bounded_ratio("lipschitz / sigma", event.lipschitz / event.sigma, "change sigma or lipschitz")
 
 
 @attr.s(frozen=True, slots=True, auto_attribs=True)
@@ -52,6 +58,9 @@ class ObjectivePerturbationDpEvent(DpEvent):
     beta: float = attr.ib(validator=_check_lam_beta)
     lipschitz: float = attr.ib(validator=_positive("lipschitz"))
 
+    def __attrs_post_init__(self):
+        _check_objpert_ratio(self)
+
 
 @attr.s(frozen=True, slots=True, auto_attribs=True)
 class AmpDpEvent(DpEvent):
@@ -69,6 +78,14 @@ class AmpDpEvent(DpEvent):
     lipschitz: float = attr.ib(validator=_positive("lipschitz"))
     tau: float = attr.ib(validator=_positive("tau"))
     sigma_out: float = attr.ib(validator=_positive("sigma_out"))
+
+    def __attrs_post_init__(self):
+        _check_objpert_ratio(self)
+        bounded_ratio(
+            "the output step's noise multiplier sigma_out * lam / (2 tau)",
+            self.output_noise_multiplier,
+            "change sigma_out, tau or lam",
+        )
 
     @property
     def objective_perturbation(self) -> ObjectivePerturbationDpEvent:
@@ -104,9 +121,9 @@ def dpsgd_event(noise_multiplier: float, sampling_rate: float, steps: int) -> Dp
     ``noise_multiplier`` is the noise standard deviation divided by the clipping
     norm, ``sampling_rate`` the Poisson inclusion probability.
     """
-    v.positive("noise_multiplier", noise_multiplier)
+    bounded("noise_multiplier", noise_multiplier)
     q = v.sampling_rate("sampling_rate", sampling_rate)
-    steps = v.positive_int("steps", steps)
+    steps = check_count("steps", steps)
     return SelfComposedDpEvent(PoissonSampledDpEvent(q, GaussianDpEvent(noise_multiplier)), steps)
 
 
@@ -132,7 +149,7 @@ def tuned_event(event: DpEvent, mean: float, shape: float = math.inf) -> DpEvent
 
 def _positive_int_attr(name):
     def check(instance, attribute, value):
-        v.positive_int(name, value)
+        check_count(name, value)
 
     return check
 
@@ -157,6 +174,11 @@ class DiscreteGaussianDpEvent(DpEvent):
     sensitivity: float = attr.ib(validator=_positive("sensitivity"))
     dimension: int = attr.ib(default=1, validator=_positive_int_attr("dimension"))
 
+    def __attrs_post_init__(self):
+        bounded_ratio(
+            "sensitivity / sigma", self.sensitivity / self.sigma, "change sigma or sensitivity"
+        )
+
 
 @attr.s(frozen=True, slots=True, auto_attribs=True)
 class DiscreteLaplaceDpEvent(DpEvent):
@@ -173,3 +195,8 @@ class DiscreteLaplaceDpEvent(DpEvent):
     scale: float = attr.ib(validator=_positive("scale"))
     sensitivity: float = attr.ib(validator=_positive("sensitivity"))
     dimension: int = attr.ib(default=1, validator=_positive_int_attr("dimension"))
+
+    def __attrs_post_init__(self):
+        bounded_ratio(
+            "sensitivity / scale", self.sensitivity / self.scale, "change scale or sensitivity"
+        )

@@ -14,6 +14,13 @@ from scipy.special import log_ndtr
 
 from .. import _validation as v
 from .calibration import smallest_epsilon
+from .limits import bounded, bounded_ratio
+
+
+def _ratio(sensitivity: float, sigma: float) -> float:
+    """D / sigma, the Gaussian's signal-to-noise ratio, in the range accounting handles."""
+    d, s = bounded("sensitivity", sensitivity), bounded("sigma", sigma)
+    return bounded_ratio("sensitivity / sigma", d / s, "change sigma or the sensitivity")
 
 
 def gaussian_delta(epsilon: ArrayLike, sensitivity: float, sigma: float) -> np.ndarray | float:
@@ -26,16 +33,15 @@ def gaussian_delta(epsilon: ArrayLike, sensitivity: float, sigma: float) -> np.n
     values included. Evaluated in log space so that tiny deltas keep their
     relative precision.
     """
-    d = v.positive("sensitivity", sensitivity)
-    s = v.positive("sigma", sigma)
+    r = _ratio(sensitivity, sigma)
     eps = np.asarray(epsilon, dtype=float)
     if np.isnan(eps).any():
         raise ValueError("epsilon must not contain NaN")
-    r = d / s
     with np.errstate(over="ignore", invalid="ignore"):
         log_a = log_ndtr(-eps / r + r / 2)
         log_b = eps + log_ndtr(-eps / r - r / 2)
         delta = np.exp(log_a) * -np.expm1(np.minimum(log_b - log_a, 0.0))
+    delta = np.where(log_a == -np.inf, 0.0, delta)  # so far out that both terms underflow
     delta = np.where(eps == np.inf, 0.0, np.where(eps == -np.inf, 1.0, delta))
     delta = np.clip(delta, 0.0, 1.0)
     return delta if delta.ndim else float(delta)
@@ -43,12 +49,12 @@ def gaussian_delta(epsilon: ArrayLike, sensitivity: float, sigma: float) -> np.n
 
 def gaussian_rdp(alpha: ArrayLike, sensitivity: float, sigma: float) -> np.ndarray | float:
     """RDP of the Gaussian mechanism: alpha * D^2 / (2 sigma^2) (seed 000, Thm B.1)."""
-    d = v.positive("sensitivity", sensitivity)
-    s = v.positive("sigma", sigma)
+    r = _ratio(sensitivity, sigma)
     a = np.asarray(alpha, dtype=float)
     if (a < 1).any() or np.isnan(a).any():
         raise ValueError("alpha must be >= 1")
-    out = a * d**2 / (2 * s**2)
+    with np.errstate(over="ignore"):
+        out = a * (r * r / 2)
     return out if out.ndim else float(out)
 
 
@@ -59,6 +65,5 @@ def gaussian_epsilon(delta: float, sensitivity: float, sigma: float) -> float:
     :func:`dpconvex.accounting.calibration.smallest_epsilon`.
     """
     v.probability_open("delta", delta)
-    v.positive("sensitivity", sensitivity)
-    v.positive("sigma", sigma)
+    _ratio(sensitivity, sigma)
     return smallest_epsilon(lambda e: gaussian_delta(e, sensitivity, sigma), delta)

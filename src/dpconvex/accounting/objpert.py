@@ -27,16 +27,19 @@ from scipy.special import erf, log_ndtr, ndtr
 from .. import _validation as v
 from .calibration import smallest_epsilon
 from .gaussian import gaussian_delta, gaussian_rdp
+from .limits import bounded, bounded_ratio, check_count
 
 _LOG2 = math.log(2.0)
 
 
 def _params(sigma: float, lam: float, beta: float, lipschitz: float) -> tuple[float, float]:
     """Validate the mechanism parameters; return (s, c)."""
-    sigma = v.positive("sigma", sigma)
-    lipschitz = v.positive("lipschitz", lipschitz)
+    sigma = bounded("sigma", sigma)
+    lipschitz = bounded("lipschitz", lipschitz)
     lam, beta = v.regularization_exceeds_smoothness(lam, beta)
-    return lipschitz / sigma, -math.log1p(-beta / lam)
+    bounded("lam", lam)
+    s = bounded_ratio("lipschitz / sigma", lipschitz / sigma, "change sigma or lipschitz")
+    return s, -math.log1p(-beta / lam)
 
 
 def jacobian_term(lam: float, beta: float) -> float:
@@ -105,6 +108,7 @@ def objpert_delta(
         log_first = _LOG2 + log_ndtr(-a / s)
         log_second = _LOG2 + eps_hat + 0.5 * s**2 + log_ndtr(-a / s - s)
         delta = np.exp(log_first) * -np.expm1(np.minimum(log_second - log_first, 0.0))
+    delta = np.where(log_first == -np.inf, 0.0, delta)  # so far out that both terms underflow
     delta = np.where(eps == np.inf, 0.0, np.where(eps == -np.inf, 1.0, delta))
     return _scalar_or_array(np.clip(delta, 0.0, 1.0))
 
@@ -162,7 +166,7 @@ def amp_output_sensitivity(tau: float, lam: float) -> float:
     lam-strong convexity and ||grad L^P(theta~)|| <= tau give
     ||theta~ - theta^P|| <= tau/lam for each of the two neighbouring datasets.
     """
-    return 2.0 * v.positive("tau", tau) / v.positive("lam", lam)
+    return 2.0 * bounded("tau", tau) / bounded("lam", lam)
 
 
 def amp_rdp(
@@ -182,6 +186,11 @@ def amp_rdp(
     sensitivity 2*tau/lam and noise sigma_out.
     """
     sens = amp_output_sensitivity(tau, lam)
+    bounded_ratio(
+        "the output step's noise multiplier sigma_out * lam / (2 tau)",
+        bounded("sigma_out", sigma_out) / sens,
+        "change sigma_out, tau or lam",
+    )
     out = np.asarray(
         objpert_rdp(alpha, sigma=sigma, lam=lam, beta=beta, lipschitz=lipschitz), dtype=float
     ) + np.asarray(gaussian_rdp(alpha, sens, v.positive("sigma_out", sigma_out)))
@@ -206,10 +215,10 @@ def kifer_delta(
     returned. (The proof of Thm 2.8 has the GLM gap of App. E; the bound is kept
     as the historical baseline of Fig. 1.)
     """
-    sigma = v.positive("sigma", sigma)
-    lam = v.positive("lam", lam)
+    sigma = bounded("sigma", sigma)
+    lam = bounded("lam", lam)
     beta = v.nonnegative("beta", beta)
-    lipschitz = v.positive("lipschitz", lipschitz)
+    lipschitz = bounded("lipschitz", lipschitz)
     eps = _as_array("epsilon", epsilon)
     with np.errstate(over="ignore"):
         bound = np.minimum(1.0, 2.0 * np.exp(-((eps * sigma / lipschitz) ** 2 - 4 * eps) / 8))
@@ -225,10 +234,14 @@ def kifer_epsilon(
     eps >= 2 beta/lam and sigma^2 eps^2 - 4 L^2 eps - 8 L^2 log(2/delta) >= 0.
     """
     delta = v.probability_open("delta", delta)
-    sigma = v.positive("sigma", sigma)
-    lam = v.positive("lam", lam)
+    lam = bounded("lam", lam)
     beta = v.nonnegative("beta", beta)
-    lipschitz = v.positive("lipschitz", lipschitz)
+    s = bounded_ratio(
+        "lipschitz / sigma",
+        bounded("lipschitz", lipschitz) / bounded("sigma", sigma),
+        "change sigma or lipschitz",
+    )
+    sigma, lipschitz = 1.0 / s, 1.0  # the bound depends on L / sigma only
     l2 = lipschitz**2
     root = (4 * l2 + math.sqrt(16 * l2**2 + 32 * sigma**2 * l2 * math.log(2 / delta))) / (
         2 * sigma**2
@@ -246,9 +259,9 @@ def gaussian_lower_bound_delta(
     no bound for the class can be below its profile. K-fold composition of that
     witness is the Gaussian mechanism with sensitivity sqrt(K) L.
     """
-    k = v.positive_int("compositions", compositions)
+    k = check_count("compositions", compositions)
     return gaussian_delta(
-        epsilon, math.sqrt(k) * v.positive("lipschitz", lipschitz), v.positive("sigma", sigma)
+        epsilon, math.sqrt(k) * bounded("lipschitz", lipschitz), bounded("sigma", sigma)
     )
 
 

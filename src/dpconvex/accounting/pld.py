@@ -30,6 +30,32 @@ from .. import _validation as v
 from .objpert import amp_output_sensitivity, jacobian_term
 
 DEFAULT_TAIL_MASS = 1e-15
+#: Most grid points of one privacy-loss distribution (a single event's, or a
+#: composition's window). A composition by FFT holds about a dozen arrays of this
+#: length, so 10^7 points stay near 1 GB; beyond it accounting refuses rather than
+#: allocating without bound.
+MAX_GRID_POINTS = 10**7
+
+
+class GridTooLargeError(ValueError):
+    """A privacy-loss distribution would need more than :data:`MAX_GRID_POINTS` grid points."""
+
+
+def check_grid_points(points: float, what: str, h: float) -> None:
+    """Raise :class:`GridTooLargeError` before allocating ``points`` grid points of step ``h``.
+
+    ``points`` may be a float (inf or NaN when the span itself overflowed): all are
+    refused above the cap, with a message that says which arguments to change.
+    """
+    if points <= MAX_GRID_POINTS:  # False for NaN
+        return
+    shown = "more than 1e300" if not math.isfinite(points) else f"about {points:.3g}"
+    raise GridTooLargeError(
+        f"PLD accounting of {what} needs {shown} grid points at step {h:g} (at most "
+        f"{MAX_GRID_POINTS:.0e}): its privacy loss is too large or too widely spread; use "
+        "more noise, fewer compositions, a coarser value_discretization_interval, or RDP "
+        "accounting"
+    )
 
 
 @dataclass(frozen=True)
@@ -62,6 +88,9 @@ def _discretize(sf, lo: float, hi: float, h: float) -> LossPmf:
     All mass at or below ``kmin*h`` (kmin = ceil(lo/h)) is put at ``kmin*h`` and
     all mass above ``kmax*h`` (kmax = ceil(hi/h)) at +inf: both are pessimistic.
     """
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        check_grid_points(math.inf, "this mechanism", h)
+    check_grid_points((hi - lo) / h + 1, "this mechanism", h)
     kmin = math.ceil(lo / h)
     kmax = max(math.ceil(hi / h), kmin)
     grid = np.arange(kmin, kmax + 1) * h
@@ -114,7 +143,13 @@ def convolve(first: LossPmf, second: LossPmf) -> LossPmf:
 
 
 def _bin_up(losses: np.ndarray, masses: np.ndarray, h: float, infinity_mass: float) -> LossPmf:
-    k = np.ceil(losses / h).astype(np.int64)
+    """Masses at ``losses`` rounded up to the grid h Z (pessimistic), the span bounded first."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        scaled = np.asarray(losses, dtype=float) / h
+    top, bottom = float(np.max(scaled)), float(np.min(scaled))
+    span = top - bottom if math.isfinite(top) and math.isfinite(bottom) else math.inf
+    check_grid_points(span + 2, "this mechanism", h)
+    k = np.ceil(scaled).astype(np.int64)
     offset = int(k.min())
     probs = np.bincount(k - offset, weights=masses)
     return LossPmf(h, offset, probs, float(infinity_mass))
@@ -243,8 +278,14 @@ UNTILTED_SLACK = 1e-9
 slack_budget: contextvars.ContextVar[float] = contextvars.ContextVar(
     "untilted_slack", default=UNTILTED_SLACK
 )
+#: Set while a calibration *search* composes (never for a reported or released answer):
+#: the (subsampled) Gaussian may then be composed by a plain FFT power, faster and
+#: not certified (:func:`dpconvex.accounting.gaussian_pld.approximate_self_composed`).
+approximate: contextvars.ContextVar[bool] = contextvars.ContextVar("approximate", default=False)
 #: Spacing of the exponential tilts, in standard deviations of the tilted sum.
 _TILT_STEP = 3.0
+#: A tilt is computed only where it can tighten some bin by more than this factor.
+_TILT_GAIN = 1e-7
 #: At most this many tilts on each side of the untilted one.
 _MAX_TILTS = 64
 
@@ -275,9 +316,9 @@ def _tilt_moments(parts, theta: float) -> tuple[float, float]:
         lw = logp + theta * idx
         w = np.exp(lw - lw.max())
         w /= w.sum()
-        m = float(w @ idx)
+        m = float(np.sum(w * idx))  # numpy sums, not BLAS: no int-float dot, one thread
         mean += count * m
-        var += count * float(w @ (idx - m) ** 2)
+        var += count * float(np.sum(w * (idx - m) ** 2))
     return mean, var
 
 
@@ -291,6 +332,9 @@ def _blocked(idx: np.ndarray, p: np.ndarray, block: int, sign: float):
     keep = mass > 0
     ends = np.arange(mass.size) * block + (block - 1 if sign > 0 else 0)
     return np.log(mass[keep]), sign * ends[keep]
+
+
+_COARSE = 5
 
 
 def _window(parts, tail_mass: float) -> tuple[int, int]:
@@ -310,11 +354,18 @@ def _window(parts, tail_mass: float) -> tuple[int, int]:
     lams = np.geomspace(1e-3, 1e2, 41) / (math.sqrt(var) + 1.0)
     log2t = math.log(2.0 / tail_mass)
     for sign in (1.0, -1.0):
-        k_sum = 0.0
-        for idx, p, _, count in parts:
-            logm, ends = _blocked(idx, p, block, sign)
-            k_sum = k_sum + count * _log_mgf(logm, ends, lams)
-        bound = float(((k_sum + log2t) / lams).min())
+        blocked = [(_blocked(idx, p, block, sign), count) for idx, p, _, count in parts]
+
+        def chernoff(at: np.ndarray, blocked=blocked) -> float:
+            k_sum = sum(count * _log_mgf(logm, ends, at) for (logm, ends), count in blocked)
+            return float(((k_sum + log2t) / at).min())
+
+        # (count K(lam) + log(2/t)) / lam is quasi-convex in lam > 0 (K convex), so the
+        # grid's minimum lies between the neighbours of the best of every fifth lam
+        coarse = lams[::_COARSE]
+        best = int(np.argmin([chernoff(coarse[i : i + 1]) for i in range(coarse.size)]))
+        fine = lams[max(0, _COARSE * (best - 1)) : _COARSE * (best + 1) + 1]
+        bound = chernoff(fine)
         if sign > 0:
             hi = min(hi, math.ceil(bound))
         else:
@@ -381,7 +432,8 @@ def _tilted_upper(
         dense = np.zeros(size)
         dense[idx] = w
         spec = fft.rfft(dense)
-        err = _fft_error(size) * math.sqrt(size) * float(np.linalg.norm(w)) + idx.size * _UNDERFLOW
+        norm = math.sqrt(float(np.sum(w * w))) * (1 + 1e-12)  # ||w||_2, round-off included
+        err = _fft_error(size) * math.sqrt(size) * norm + idx.size * _UNDERFLOW
         spectra.append((spec, err, count))
     floor = math.log(_UNDERFLOW)  # coefficients below 1e-300 are dropped (and bounded)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -408,8 +460,9 @@ def _tilted_upper(
     if size % 2 == 0:
         weights[-1] = 1.0
     out = fft.irfft(coeff, size)
-    error = float(weights @ bound) / size
-    error += _fft_error(size) * math.sqrt(float(weights @ np.abs(coeff) ** 2)) / math.sqrt(size)
+    error = float(np.sum(weights * bound)) / size
+    power = float(np.sum(weights * (coeff.real**2 + coeff.imag**2)))
+    error += _fft_error(size) * math.sqrt(power) / math.sqrt(size)
     error *= 1 + 1e-9  # round-off in evaluating the bound itself
     if errors is not None:
         errors.append(error)
@@ -485,6 +538,7 @@ def compose_counts(
     lo, hi = _window(trimmed, tail_mass)
     length = hi - lo + 1
     longest = max(int(idx[-1]) + 1 for idx, _, _, _ in trimmed)
+    check_grid_points(max(length, longest), "this composition", h)
     size = fft.next_fast_len(max(length, longest), real=True)
     positions = np.arange(lo, hi + 1)
     # One untilted FFT first: if its round-off bound is so small that adding it to
@@ -504,8 +558,10 @@ def compose_counts(
         # each bin takes the better of the two tilts whose means bracket it
         a = max(lo, min(hi, math.floor(means[i]))) if i > 0 else lo
         b = max(lo, min(hi, math.ceil(means[i + 2]))) if i < len(tilts) - 1 else hi
-        if b >= a:
-            seg = slice(a - lo, b - lo + 1)
+        seg = slice(a - lo, b - lo + 1)
+        # where the untilted bins are within a factor 1 + 1e-7 of the truth, no tilt can
+        # do better (a bin is off by at most twice the error bound): skip the FFT
+        if b >= a and (probs[seg] * _TILT_GAIN < 2.0 * errors[0]).any():
             probs[seg] = np.minimum(probs[seg], _tilted_upper(trimmed, theta, size, positions[seg]))
     full = sum(count * int(idx[-1]) for idx, _, _, count in trimmed)
     charged = tail_mass if (lo > 0 or hi < full) else 0.0
