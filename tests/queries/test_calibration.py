@@ -12,6 +12,7 @@ from dpconvex.queries import (
     counting_summary,
     format_counting_summary,
     gg_delta,
+    gg_epsilon,
     gg_sigma,
     thesis_sigma,
 )
@@ -114,3 +115,25 @@ def test_counting_summary_contract():
 def test_counting_summary_refuses_bad_input(kwargs, name):
     with pytest.raises(ValueError, match=name):
         counting_summary(**kwargs)
+
+
+# --- issue 31: extreme public parameters fail fast or compute without overflow -----------
+def test_choose_p_with_one_candidate_calibrates_it():
+    """A single candidate (or one left after skipping costly ones) used to raise KeyError."""
+    best, results = choose_p(10, 1.0, 1e-6, candidates=[2.0])
+    assert best.p == 2.0 and results == [best]
+    assert best.sigma == calibrated(10, 1.0, 1e-6, 2.0).sigma
+
+
+def test_pld_calibration_refuses_a_delta_below_its_tail():
+    """delta = 1e-300 sent the sigma search to 1e21 and an OverflowError; RDP still works."""
+    with pytest.raises(ValueError, match="rdp"):
+        gg_sigma(10, 1.0, 1e-300, 2.0)
+    sigma = gg_sigma(10, 1.0, 1e-300, 2.0, accounting="rdp")
+    assert gg_epsilon(1e-300, 2.0, sigma, 10, accounting="rdp") <= 1.0
+
+
+@pytest.mark.parametrize("p", [0.5, 64.5, 1e12, math.inf, math.nan])
+def test_exponents_outside_1_to_64_are_refused(p):
+    with pytest.raises(ValueError, match="p"):
+        calibrated(10, 1.0, 1e-6, p)

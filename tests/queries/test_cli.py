@@ -42,18 +42,40 @@ def test_table_output_chooses_p():
 @pytest.mark.parametrize(
     "args,name",
     [
-        (["--k", "0", "--epsilon", "1", "--delta", "1e-6"], "k"),
-        (["--k", "10.5", "--epsilon", "1", "--delta", "1e-6"], "k"),
-        (["--k", "10", "--epsilon", "-1", "--delta", "1e-6"], "epsilon"),
-        (["--k", "10", "--epsilon", "1", "--delta", "1.5"], "delta"),
-        (["--k", "10", "--epsilon", "1", "--delta", "1e-6", "--p", "0.5"], "p"),
+        (["--k", "0", "--epsilon", "1", "--delta", "1e-6"], "--k"),
+        (["--k", "10.5", "--epsilon", "1", "--delta", "1e-6"], "--k"),
+        (["--k", "10", "--epsilon", "-1", "--delta", "1e-6"], "--epsilon"),
+        (["--k", "10", "--epsilon", "1", "--delta", "1.5"], "--delta"),
+        (["--k", "10", "--epsilon", "1", "--delta", "1e-6", "--p", "0.5"], "--p"),
+        (["--k", "1e12", "--epsilon", "1", "--delta", "1e-6"], "--k"),
+        (["--k", "inf", "--epsilon", "1", "--delta", "1e-6"], "--k"),
+        (["--k", "10", "--epsilon", "nan", "--delta", "1e-6"], "--epsilon"),
+        (["--k", "10", "--epsilon", "1e-300", "--delta", "1e-6"], "--epsilon"),
+        (["--k", "10", "--epsilon", "1", "--delta", "nan"], "--delta"),
+        (["--k", "10", "--epsilon", "1", "--delta", "1e-6", "--p", "nan"], "--p"),
     ],
 )
-def test_bad_input_raises_value_error_naming_it(args, name):
+def test_bad_input_is_a_usage_error_naming_it(args, name):
     res = invoke(*args)
-    assert res.exit_code != 0
-    assert isinstance(res.exception, ValueError)
-    assert name in str(res.exception)
+    assert res.exit_code == 2, res.output
+    assert f"'{name}'" in res.output
+
+
+def test_too_many_queries_are_refused_before_any_accounting(monkeypatch):
+    """``--k 1e12`` allocated 8.6 GB; now it is refused by the option's range, and the
+    library refuses PLD accounting beyond the same cap (the RDP route stays open)."""
+    from dpconvex.queries import calibration, privacy
+
+    def boom(*args, **kwargs):
+        raise AssertionError("accounting was attempted")
+
+    monkeypatch.setattr(calibration, "gg_delta", boom)
+    res = invoke("--k", "1e12", "--epsilon", "1", "--delta", "1e-6", "--p", "2")
+    assert res.exit_code == 2 and "10000000" in res.output
+    with pytest.raises(ValueError, match="RDP"):
+        privacy.gg_loss_pmf(2.0, 1e6, privacy.MAX_PLD_QUERIES + 1)
+    event = GeneralizedGaussianDpEvent(2.0, 1e6, 10**12)
+    assert PrivacyAccountant("rdp").compose(event).get_epsilon(1e-6) > 0
 
 
 def test_missing_option_is_a_usage_error():

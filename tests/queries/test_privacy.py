@@ -320,3 +320,31 @@ def test_composition_with_a_gaussian_event_is_an_upper_bound():
     acc = PrivacyAccountant("pld").compose(GeneralizedGaussianDpEvent(p, sigma, k))
     eps = acc.compose(GaussianDpEvent(z)).get_epsilon(delta)
     assert ref * (1 - 1e-9) <= eps < ref + 2e-3
+
+
+# --- issue 31: no overflow or unbounded grid for extreme sigma, p or k --------------------
+def test_coordinate_loss_does_not_overflow_sigma_to_the_p():
+    """(|x - 1|^p - |x|^p) / sigma^p overflowed for sigma = 1e6, p = 64 (sigma^p = 1e384)."""
+    from fractions import Fraction
+
+    from dpconvex.queries.privacy import coordinate_loss
+
+    sigma, x = 10**6, 5 * 10**5
+    exact = (Fraction(x - 1) ** 64 - Fraction(x) ** 64) / Fraction(sigma) ** 64
+    assert coordinate_loss(float(x), 64.0, float(sigma)) == pytest.approx(float(exact), rel=1e-9)
+
+
+def test_huge_sigma_gives_delta_near_zero_instead_of_an_overflow():
+    """A fine-grid factor beyond 2^63 overflowed numpy's integers (sigma = 1e25)."""
+    assert 0.0 <= gg_delta(1.0, 2.0, 1e25, 10) <= 1e-14
+
+
+def test_pld_of_too_many_queries_or_too_wide_a_loss_is_refused_before_allocating():
+    from dpconvex.queries.privacy import MAX_PLD_QUERIES, gg_loss_pmf
+
+    with pytest.raises(ValueError, match="RDP"):
+        gg_loss_pmf(2.0, 1e6, MAX_PLD_QUERIES + 1)
+    with pytest.raises(ValueError, match="grid points"):  # p = 64, sigma 0.01: loss ~ 1e128
+        gg_loss_pmf(64.0, 0.01, 1)
+    with pytest.raises(ValueError, match="k"):
+        GeneralizedGaussianDpEvent(2.0, 1.0, 2**60)

@@ -1,9 +1,12 @@
 """Empirical privacy audits: lower bounds on epsilon from worst-case runs of each mechanism."""
 
 from .core import (
+    MAX_RUNS,
+    MIN_RUNS,
     AuditResult,
     audit_mechanism,
     audit_statistics,
+    check_runs,
     clopper_pearson_upper,
     epsilon_lower_bound,
 )
@@ -16,6 +19,7 @@ def run_audit(
     """Audit the named mechanism with ``runs`` runs on each of the two neighbouring inputs."""
     if name not in AUDITS:
         raise ValueError(f"unknown mechanism {name!r}; choose one of {sorted(AUDITS)}")
+    runs = check_runs(runs)
     run, claimed, delta = AUDITS[name](fast)
     return audit_mechanism(
         name, run, runs, claimed_epsilon=claimed, delta=delta, seed=seed, progress=progress
@@ -24,9 +28,12 @@ def run_audit(
 
 __all__ = [
     "AUDITS",
+    "MAX_RUNS",
+    "MIN_RUNS",
     "AuditResult",
     "audit_mechanism",
     "audit_statistics",
+    "check_runs",
     "clopper_pearson_upper",
     "epsilon_lower_bound",
     "run_audit",

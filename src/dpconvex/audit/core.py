@@ -16,9 +16,29 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
+from numbers import Real
 
 import numpy as np
 from scipy.stats import beta as beta_dist
+
+#: Fewest runs on each input an audit accepts (the threshold is chosen on half of them).
+MIN_RUNS = 20
+#: Most runs on each input an audit accepts: the statistics of both inputs are kept in
+#: memory, 16 bytes a run (160 MB at this cap).
+MAX_RUNS = 10**7
+
+
+def check_runs(runs: object) -> int:
+    """``runs`` as an int in [MIN_RUNS, MAX_RUNS]; ValueError naming the problem otherwise."""
+    if isinstance(runs, bool) or not isinstance(runs, Real):
+        raise ValueError(f"runs must be a whole number, got a {type(runs).__name__}")
+    if not math.isfinite(runs) or runs != math.floor(runs):
+        raise ValueError(f"runs must be a whole number, got {runs!r}")
+    runs = int(runs)
+    if not MIN_RUNS <= runs <= MAX_RUNS:
+        shown = runs if runs < 10**18 else f"about 2^{runs.bit_length() - 1}"
+        raise ValueError(f"runs must be between {MIN_RUNS} and {MAX_RUNS:.0e}, got {shown}")
+    return runs
 
 
 def clopper_pearson_upper(successes: int, trials: int, confidence: float) -> float:
@@ -148,6 +168,7 @@ def audit_mechanism(
     With ``two_sided`` the statistic and its negation are both tried (at half the
     confidence budget each) and the larger lower bound is kept.
     """
+    runs = check_runs(runs)
     rng = np.random.default_rng(seed)
     iterator = range(runs)
     if progress:

@@ -22,9 +22,23 @@ from dataclasses import dataclass
 from scipy import special
 
 from .. import _validation as v
-from ..accounting import PrivacyAccountant, calibrate, gaussian_epsilon, gaussian_sigma
+from ..accounting import (
+    PrivacyAccountant,
+    calibrate,
+    check_epsilon,
+    gaussian_epsilon,
+    gaussian_sigma,
+)
+from ..accounting import pld as _pld
+from ..accounting.limits import check_count
 from .distribution import check_p, expected_max_abs, gaussian_expected_max_abs
-from .privacy import GeneralizedGaussianDpEvent, coordinate_loss_sd, gg_delta
+from .privacy import (
+    MIN_PLD_DELTA,
+    GeneralizedGaussianDpEvent,
+    coordinate_grid_points,
+    coordinate_loss_sd,
+    gg_delta,
+)
 
 ACCOUNTINGS = ("pld", "rdp")
 #: Candidate exponents searched by :func:`choose_p`.
@@ -32,9 +46,12 @@ DEFAULT_P_CANDIDATES = (1.0, 1.5, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0, 12.0, 16.0
 
 
 def _check(k, epsilon, delta) -> tuple[int, float, float]:
+    """(k, epsilon, delta) checked: k a count, epsilon within the library's budgets."""
+    if isinstance(k, float) and not math.isfinite(k):
+        raise ValueError(f"k must be a positive integer, got {k}")
     return (
-        v.positive_int("k", k),
-        v.positive("epsilon", epsilon),
+        check_count("k", k),
+        check_epsilon(epsilon),
         v.probability_open("delta", delta),
     )
 
@@ -101,6 +118,12 @@ def gg_sigma(
         raise ValueError(f"accounting must be one of {ACCOUNTINGS}, got {accounting!r}")
     guess = sensitivity * gdp_sigma_guess(k, epsilon, delta, p)
     if accounting == "pld":
+        if delta < MIN_PLD_DELTA:
+            raise ValueError(
+                f"delta={delta:g} is below {MIN_PLD_DELTA:g}, the smallest delta the exact "
+                "(PLD) accounting of this mechanism calibrates for; use a larger delta, or "
+                "accounting='rdp'"
+            )
 
         def cost(sigma: float) -> float:
             return float(gg_delta(epsilon, p, sigma, k, sensitivity))
@@ -112,8 +135,17 @@ def gg_sigma(
             return gg_epsilon(delta, p, sigma, k, sensitivity, "rdp")
 
         target = epsilon
+    # the central-limit guess is within a small factor of the answer; the ceiling turns a
+    # target no sigma meets into a CalibrationError instead of an endless expansion
     return calibrate(
-        cost, target, 0.9 * guess, 1.2 * guess, decreasing=True, floor=1e-300, rtol=rtol
+        cost,
+        target,
+        0.9 * guess,
+        1.2 * guess,
+        decreasing=True,
+        floor=1e-300,
+        ceiling=1e6 * guess,
+        rtol=rtol,
     )
 
 
@@ -166,6 +198,18 @@ def _calibrated(
     )
 
 
+#: Largest per-coordinate PMF (points, at the central-limit sigma) that :func:`choose_p`
+#: tries for p > 1: larger ones (large epsilon, few queries, large p) take minutes per
+#: calibration. p = 1 has a closed-form loss and is always tried.
+MAX_SEARCH_POINTS = 1e6
+
+
+def _cheap_enough(k: int, epsilon: float, delta: float, p: float) -> bool:
+    sigma = gdp_sigma_guess(k, epsilon, delta, p)
+    limit = _pld.MAX_GRID_POINTS if p == 1.0 else MAX_SEARCH_POINTS
+    return coordinate_grid_points(p, sigma, k) <= limit
+
+
 def choose_p(
     k: int,
     epsilon: float,
@@ -182,12 +226,23 @@ def choose_p(
     E max is unimodal in p in every case we computed (spec §2.6 table), so this
     finds the best candidate with 3-5 calibrations; every value compared is
     exact. Depends only on (k, epsilon, delta): no data.
+    With PLD accounting, candidates p > 1 whose per-query privacy-loss grid would exceed
+    MAX_SEARCH_POINTS points are skipped (large epsilon with few queries), so that the
+    search takes seconds to minutes, not hours.
     Returns (best, all exactly calibrated candidates, sorted by p).
     """
     k, epsilon, delta = _check(k, epsilon, delta)
     ps = sorted({check_p(p) for p in candidates})
     if not ps:
         raise ValueError("candidates must contain at least one p >= 1")
+    if accounting == "pld":
+        ps = [p for p in ps if _cheap_enough(k, epsilon, delta, p)]
+        if not ps:
+            raise ValueError(
+                f"no exponent p can be calibrated exactly for k={k} at epsilon={epsilon:g}: "
+                "the privacy loss of each query is too widely spread; use a smaller epsilon "
+                "or more queries, or accounting='rdp'"
+            )
     approx = [expected_max_abs(p, gdp_sigma_guess(k, epsilon, delta, p), k) for p in ps]
     exact: dict[int, GGCalibration] = {}
 
@@ -197,6 +252,7 @@ def choose_p(
         return exact[i].expected_max_error
 
     i = min(range(len(ps)), key=approx.__getitem__)
+    value(i)  # calibrated even when it has no neighbour to compare with
     while True:
         moves = [j for j in (i - 1, i + 1) if 0 <= j < len(ps) and value(j) < value(i)]
         if not moves:

@@ -52,6 +52,7 @@ from .. import _validation as v
 from ..accounting import pld as _pld
 from ..accounting import register_pld, register_rdp
 from ..accounting.events import DpEvent
+from ..accounting.limits import check_count
 from ..accounting.pld import LossPmf
 from .distribution import check_p, gg_cdf
 
@@ -62,6 +63,17 @@ COORDINATE_TAIL_MASS = 1e-30
 COMPOSITION_TAIL_MASS = 1e-15
 #: Fine-grid bins per standard deviation of the per-coordinate privacy loss.
 BINS_PER_SD = 64
+#: Largest refinement of the accountant's grid for one coordinate (see fine_grid_factor).
+MAX_FINE_FACTOR = 2**40
+#: Smallest delta a PLD calibration aims at: the composition's tail, COMPOSITION_TAIL_MASS,
+#: is charged to delta, so smaller targets could not be met (or only by a sigma inflated
+#: to absorb that tail).
+MIN_PLD_DELTA = 1e-12
+#: Most queries whose PLD is computed. The fine grid resolves one coordinate's loss, whose
+#: spread is that of the whole composition over sqrt(k), so the composed PMF holds about
+#: 1100 sqrt(k) points: 3.4e6 (0.5 GB with the FFT's work arrays) at this cap. Above it,
+#: use RDP accounting (``PrivacyAccountant("rdp")``), whose cost does not grow with k.
+MAX_PLD_QUERIES = 10**7
 
 
 def _check_p_event(instance, attribute, value):
@@ -72,8 +84,10 @@ def _positive_attr(instance, attribute, value):
     v.positive(attribute.name, value)
 
 
-def _positive_int_attr(instance, attribute, value):
-    v.positive_int(attribute.name, value)
+def _count_attr(instance, attribute, value):
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"{attribute.name} must be a positive integer, got {value}")
+    check_count(attribute.name, value)
 
 
 @attr.s(frozen=True, slots=True, auto_attribs=True)
@@ -88,7 +102,7 @@ class GeneralizedGaussianDpEvent(DpEvent):
 
     p: float = attr.ib(validator=_check_p_event)
     sigma: float = attr.ib(validator=_positive_attr)
-    k: int = attr.ib(validator=_positive_int_attr)
+    k: int = attr.ib(validator=_count_attr)
     sensitivity: float = attr.ib(default=1.0, validator=_positive_attr)
 
 
@@ -96,9 +110,14 @@ class GeneralizedGaussianDpEvent(DpEvent):
 
 
 def coordinate_loss(x: ArrayLike, p: float, sigma: float, shift: float = 1.0) -> np.ndarray:
-    """Per-coordinate privacy loss log g(x)/g(x - shift) = (|x - shift|^p - |x|^p) / sigma^p."""
-    x = np.asarray(x, dtype=float)
-    return (np.abs(x - shift) ** p - np.abs(x) ** p) / sigma**p
+    """Per-coordinate privacy loss log g(x)/g(x - shift) = (|x - shift|^p - |x|^p) / sigma^p.
+
+    Computed as |u - d|^p - |u|^p with u = x / sigma and d = shift / sigma, so that
+    sigma^p never overflows (sigma in the thousands with p = 64 would).
+    """
+    u = np.asarray(x, dtype=float) / sigma
+    d = shift / sigma
+    return np.abs(u - d) ** p - np.abs(u) ** p
 
 
 def _inverse_loss(eps: np.ndarray, p: float, sigma: float, shift: float) -> np.ndarray:
@@ -106,19 +125,25 @@ def _inverse_loss(eps: np.ndarray, p: float, sigma: float, shift: float) -> np.n
 
     Returns -inf where eps is at or above the largest loss and +inf where it is at
     or below the smallest (p = 1 has a bounded loss). Vectorized bisection to
-    machine precision.
+    machine precision, in units of sigma (u = x / sigma, d = shift / sigma: the loss
+    is |u - d|^p - |u|^p, so that sigma^p never overflows).
     """
     eps = np.asarray(eps, dtype=float)
-    target = eps * sigma**p
-    if p == 1.0:  # loss = shift/sigma on x <= 0, linear on [0, shift], -shift/sigma beyond
-        x = 0.5 * (shift - target)
-        x = np.where(target >= shift, -np.inf, x)
-        return np.where(target <= -shift, np.inf, x)
-    lo = np.full(eps.shape, -1.0)
-    hi = np.full(eps.shape, 1.0 + shift)
+    d = shift / sigma
+    if p == 1.0:  # loss = d on u <= 0, linear on [0, d], -d beyond
+        u = 0.5 * (d - eps)
+        u = np.where(eps >= d, -np.inf, u)
+        return sigma * np.where(eps <= -d, np.inf, u)
+    return sigma * _bisect_loss(eps, p, d)
 
-    def g(x):
-        return np.abs(x - shift) ** p - np.abs(x) ** p
+
+def _bisect_loss(target: np.ndarray, p: float, d: float) -> np.ndarray:
+    """u with |u - d|^p - |u|^p = target (decreasing in u for p > 1), by bisection."""
+    lo = np.full(target.shape, -1.0)
+    hi = np.full(target.shape, 1.0 + d)
+
+    def g(u):
+        return np.abs(u - d) ** p - np.abs(u) ** p
 
     for _ in range(2000):  # expand the bracket: g decreasing from +inf to -inf
         bad_lo = g(lo) < target
@@ -132,7 +157,8 @@ def _inverse_loss(eps: np.ndarray, p: float, sigma: float, shift: float) -> np.n
         above = g(mid) > target
         lo = np.where(above, mid, lo)
         hi = np.where(above, hi, mid)
-        if np.all(hi - lo <= 4 * np.finfo(float).eps * np.maximum(1.0, np.abs(mid))):
+        # machine precision relative to max(shift, |x|), as in units of x
+        if np.all(hi - lo <= 4 * np.finfo(float).eps * np.maximum(d, np.abs(mid))):
             break
     return 0.5 * (lo + hi)
 
@@ -206,6 +232,29 @@ def _interval_mass(x: np.ndarray, p: float, sigma: float) -> np.ndarray:
     return np.maximum(out, 0.0)
 
 
+def _loss_range(p: float, sigma: float, shift: float) -> tuple[float, float]:
+    """(smallest, largest) per-coordinate loss over all x but the COORDINATE_TAIL_MASS tails."""
+    u = special.gammainccinv(1.0 / p, 2.0 * COORDINATE_TAIL_MASS) ** (1.0 / p)
+    with np.errstate(over="ignore"):
+        top = float(coordinate_loss(-sigma * u, p, sigma, shift))
+        bottom = float(coordinate_loss(sigma * u + shift, p, sigma, shift))
+    return bottom, top
+
+
+def coordinate_grid_points(
+    p: float, sigma: float, k: int, h: float = 1e-4, sensitivity: float = 1.0
+) -> float:
+    """Points of the per-coordinate PMF that :func:`gg_loss_pmf` would build (inf if huge).
+
+    Public arithmetic only; lets a caller refuse or skip a setting before building it.
+    """
+    bottom, top = _loss_range(p, sigma, sensitivity)
+    fine = h / fine_grid_factor(p, sigma, k, h, sensitivity)
+    with np.errstate(over="ignore", invalid="ignore"):
+        points = (top - bottom) / fine + 2
+    return float(points) if math.isfinite(points) else math.inf
+
+
 def coordinate_loss_pmf(p: float, sigma: float, h: float, shift: float = 1.0) -> LossPmf:
     """Connect-the-Dots PMF of one coordinate's privacy loss on the grid h Z.
 
@@ -223,10 +272,8 @@ def coordinate_loss_pmf(p: float, sigma: float, h: float, shift: float = 1.0) ->
     interval masses directly (rather than second differences of delta_1) keeps
     the total mass 1 to round-off, which matters after k-fold composition.
     """
-    u = special.gammainccinv(1.0 / p, 2.0 * COORDINATE_TAIL_MASS) ** (1.0 / p)
-    x_lo, x_hi = -sigma * u, sigma * u + shift
-    top = float(coordinate_loss(x_lo, p, sigma, shift))
-    bottom = float(coordinate_loss(x_hi, p, sigma, shift))
+    bottom, top = _loss_range(p, sigma, shift)
+    _pld.check_grid_points((top - bottom) / h + 2, "one query's noise", h)
     lower, upper = math.floor(bottom / h), math.ceil(top / h)
     grid = np.arange(lower, upper + 1) * h
     x = _inverse_loss(grid, p, sigma, shift)  # decreasing in the grid index
@@ -276,9 +323,28 @@ def round_up(pmf: LossPmf, factor: int, h: float) -> LossPmf:
 
 
 def fine_grid_factor(p: float, sigma: float, k: int, h: float, sensitivity: float = 1.0) -> int:
-    """Integer m such that h / m resolves the per-coordinate loss with BINS_PER_SD bins per sd."""
+    """Integer m such that h / m resolves the per-coordinate loss with BINS_PER_SD bins per sd.
+
+    At most MAX_FINE_FACTOR: a coarser fine grid only makes the (pessimistic) PLD a
+    little looser, and grid indices stay within 64-bit integers.
+    """
     sd = coordinate_loss_sd(p, sigma, sensitivity)
-    return max(1, math.ceil(h * BINS_PER_SD / sd))
+    return int(min(MAX_FINE_FACTOR, max(1, math.ceil(h * BINS_PER_SD / sd))))
+
+
+def check_pld_queries(k: object) -> int:
+    """``k`` as an int in [1, MAX_PLD_QUERIES]; ValueError naming the problem otherwise."""
+    if isinstance(k, float) and not math.isfinite(k):
+        raise ValueError(f"k must be a positive integer, got {k}")
+    k = v.positive_int("k", k)
+    if k > MAX_PLD_QUERIES:
+        shown = f"{k:.3g}" if k < 10**300 else f"about 2^{k.bit_length() - 1}"
+        raise ValueError(
+            f"k = {shown} queries is more than {MAX_PLD_QUERIES:.0e}, the most whose exact "
+            "(PLD) privacy accounting dpconvex computes (its memory grows with k); answer "
+            "fewer queries at once, or use RDP accounting"
+        )
+    return k
 
 
 def gg_loss_pmf(
@@ -291,7 +357,7 @@ def gg_loss_pmf(
     """
     p = check_p(p)
     sigma = v.positive("sigma", sigma)
-    k = v.positive_int("k", k)
+    k = check_pld_queries(k)
     h = v.positive("h", h)
     sensitivity = v.positive("sensitivity", sensitivity)
     m = fine_grid_factor(p, sigma, k, h, sensitivity)
