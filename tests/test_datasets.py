@@ -90,3 +90,11 @@ def test_libsvm_and_gisette_from_user_files(tmp_path, monkeypatch):
     with pytest.raises(FileNotFoundError, match="nothing is downloaded"):
         load_gisette()
     assert gisette_surrogate().name == "gisette-surrogate"
+
+
+def test_a_vanishing_test_size_is_refused_at_once():
+    """test_size 1e-300 once looped forever looking for the rows a split needs."""
+    from dpconvex.datasets.base import _rows_to_split
+
+    assert _rows_to_split(1e-300) > 10**299
+    assert _rows_to_split(0.2) == 3  # round(0.2 * 3) = 1 test row, 2 training rows

@@ -68,7 +68,7 @@ def positive_int(name: str, value: object) -> int:
         raise ValueError(f"{name} must be a positive integer, got {value!r}")
     try:
         as_int = int(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # int(inf) overflows
         raise ValueError(f"{name} must be a positive integer, got {value!r}") from None
     if as_int != value or as_int < 1:
         raise ValueError(f"{name} must be a positive integer, got {value!r}")

@@ -616,12 +616,13 @@ def _gaussian_grid_refusal(noise_multiplier: float, h: float) -> str | None:
     if not s > 0:
         return None  # left to the event checks
     points = grid_points(s, h)
-    if points <= _pld.MAX_GRID_POINTS:
+    cap = _pld.current_grid_cap()
+    if points <= cap:
         return None
     shown = f"{points:.2g}" if math.isfinite(points) else "more than 1e300"
     return (
         f"noise multiplier {s:.3g} is too small for PLD accounting at grid step {h:g}: it "
-        f"needs {shown} grid points (at most {_pld.MAX_GRID_POINTS:.0e}); raise the noise or "
+        f"needs {shown} grid points (at most {cap:.0e}); raise the noise or "
         "the grid step, or use RDP accounting"
     )
 

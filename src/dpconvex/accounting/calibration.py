@@ -65,6 +65,8 @@ def calibrate(
         raise ValueError("a log-scale calibration needs a positive bracket")
     floor = -math.inf if floor is None else floor
     ceiling = math.inf if ceiling is None else ceiling
+    if not floor <= ceiling:
+        raise ValueError(f"calibration limits need floor <= ceiling, got {floor} > {ceiling}")
     evaluated: dict[float, float] = {}
 
     def cost(x: float) -> float:
@@ -110,6 +112,8 @@ def calibrate(
         if bad == limit or not math.isfinite(bad):
             return good
         bad = outward(bad, up=not good_is_high)
+        if bad == good:  # the expansion cannot move (a limit reached): good is the boundary
+            return good
         if scale == "log" and (bad == 0 or bad > 1e300):
             return good
     # Brent's method on the sign change (superlinear for smooth privacy

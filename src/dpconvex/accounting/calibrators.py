@@ -22,6 +22,7 @@ from .events import (
 )
 from .gaussian import gaussian_delta
 from .limits import LARGEST, bounded, check_count
+from .pld import SEARCH_GRID_POINTS, GridTooLargeError, grid_cap
 
 #: The paper's AMP settings for logistic loss on unit rows plus a bias (seed 000
 #: §5, spec/objpert.md §3): ||(x, 1)|| <= sqrt 2 so C = L = sqrt 2, beta = 1/4 * 2.
@@ -298,6 +299,20 @@ def _noise_multiplier(
     def delta_at(h: float):
         return lambda z: _delta_of(make(z), epsilon, accounting, orders, h)
 
+    def searched_delta_at(h: float):
+        """delta_at for the search: a candidate whose PLD would exceed the search's grid
+        cap counts as missing the budget (inf), so the search moves to more noise, the
+        safe side, instead of pricing huge grids (extreme public arguments)."""
+        price = delta_at(h)
+
+        def cost(z: float) -> float:
+            try:
+                return price(z)
+            except GridTooLargeError:
+                return math.inf
+
+        return cost
+
     # The search runs on approximate answers (and on stored ones, at first): a
     # calibration composes the certified PLD only to check the noise it returns.
     aim = {"target": delta, "disk": True}
@@ -305,15 +320,15 @@ def _noise_multiplier(
     def search(h: float, lo: float, hi: float, approximate: bool = True) -> float:
         target = aim["target"] if approximate else delta
         hints = search_hints(disk=aim["disk"]) if approximate else contextlib.nullcontext()
-        with hints:
+        with hints, grid_cap(SEARCH_GRID_POINTS):
             if model is not None and accounting != "rdp":
                 start = math.sqrt(lo * hi)
-                found = _model_search(delta_at(h), epsilon, target, *model, start, rtol)
+                found = _model_search(searched_delta_at(h), epsilon, target, *model, start, rtol)
                 if found is not None:
                     return found
             return calibrate(
-                delta_at(h), target, lo, hi, decreasing=True, floor=floor, ceiling=LARGEST,
-                rtol=rtol,
+                searched_delta_at(h), target, lo, hi, decreasing=True, floor=floor,
+                ceiling=LARGEST, rtol=rtol,
             )  # fmt: skip
 
     def guided_search(h: float, lo: float, hi: float) -> float:
@@ -486,7 +501,8 @@ def amp_parameters(
             0.5 * sigma_cap,
             sigma_cap,
             decreasing=True,
-            floor=1e-6,
+            # a floor on sigma relative to the noise scale (sigma scales with lipschitz)
+            floor=min(1e-6, 1e-6 * sigma_cap),
             ceiling=ceiling,
             rtol=rtol,
         )

@@ -36,7 +36,13 @@ from dp_accounting.pld.privacy_loss_distribution import PrivacyLossDistribution
 from scipy import fft, special
 
 from .. import _validation as v
-from .pld import MAX_GRID_POINTS, LossPmf, check_grid_points, compose_counts, to_pld
+from .pld import (
+    LossPmf,
+    check_grid_points,
+    compose_counts,
+    current_grid_cap,
+    to_pld,
+)
 
 _REMOVE = privacy_loss_mechanism.AdjacencyType.REMOVE
 _ADD = privacy_loss_mechanism.AdjacencyType.ADD
@@ -139,8 +145,11 @@ def approximate_self_composed(pmf: pld_pmf.DensePLDPmf, count: int, tail_mass: f
     if tail_mass > 0 and size > 1:
         orders = np.concatenate((np.arange(-20, 0), np.arange(1, 21))) / size
         # |order * index| <= 20: the MGF needs no log-sum-exp guard against overflow;
-        # summed by numpy, not BLAS, so that the window does not depend on BLAS threads
-        mgf = (np.exp(np.multiply.outer(orders, np.arange(size, dtype=float))) * probs).sum(1)
+        # summed by numpy, not BLAS, so that the window does not depend on BLAS threads;
+        # one order at a time, so that memory stays a few copies of the PMF (it may hold
+        # up to MAX_GRID_POINTS points)
+        index = np.arange(size, dtype=float)
+        mgf = np.array([np.sum(np.exp(order * index) * probs) for order in orders])
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             log_mgf = np.log(mgf)
             bounds = (count * log_mgf + math.log(2.0 / tail_mass)) / orders
@@ -150,7 +159,7 @@ def approximate_self_composed(pmf: pld_pmf.DensePLDPmf, count: int, tail_mass: f
         if (ok & (orders < 0)).any():
             lower = max(lower, math.floor(bounds[ok & (orders < 0)].max()))
     length = upper - lower + 1
-    if length > MAX_GRID_POINTS:
+    if length > current_grid_cap():
         return None
     n_fft = fft.next_fast_len(max(length, size), real=True)
     wrapped = fft.irfft(fft.rfft(probs, n_fft) ** count, n_fft)

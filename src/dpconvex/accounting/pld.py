@@ -16,6 +16,7 @@ power is not: issue 13).
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import math
 from dataclasses import dataclass
@@ -35,10 +36,32 @@ DEFAULT_TAIL_MASS = 1e-15
 #: length, so 10^7 points stay near 1 GB; beyond it accounting refuses rather than
 #: allocating without bound.
 MAX_GRID_POINTS = 10**7
+#: Most grid points a calibration's *search* may price one candidate with: candidates
+#: beyond it count as missing the budget (a larger, safe-side noise is then found), so
+#: that a search over extreme public arguments stays fast and small. The calibrations of
+#: DP-SGD over epsilon 0.1-8, 10^3-10^5 steps and sampling rates 0.007-0.1 needed at most
+#: 2.9e5 points (docs/reliability.md, section 6).
+SEARCH_GRID_POINTS = 2 * 10**6
+_GRID_CAP: contextvars.ContextVar[int] = contextvars.ContextVar("grid_cap", default=MAX_GRID_POINTS)
 
 
 class GridTooLargeError(ValueError):
     """A privacy-loss distribution would need more than :data:`MAX_GRID_POINTS` grid points."""
+
+
+def current_grid_cap() -> int:
+    """The most grid points allowed here: :data:`MAX_GRID_POINTS`, or less in a search."""
+    return _GRID_CAP.get()
+
+
+@contextlib.contextmanager
+def grid_cap(points: int):
+    """Within the block, :func:`check_grid_points` refuses more than ``points`` points."""
+    token = _GRID_CAP.set(min(int(points), MAX_GRID_POINTS))
+    try:
+        yield
+    finally:
+        _GRID_CAP.reset(token)
 
 
 def check_grid_points(points: float, what: str, h: float) -> None:
@@ -47,12 +70,13 @@ def check_grid_points(points: float, what: str, h: float) -> None:
     ``points`` may be a float (inf or NaN when the span itself overflowed): all are
     refused above the cap, with a message that says which arguments to change.
     """
-    if points <= MAX_GRID_POINTS:  # False for NaN
+    cap = current_grid_cap()
+    if points <= cap:  # False for NaN
         return
     shown = "more than 1e300" if not math.isfinite(points) else f"about {points:.3g}"
     raise GridTooLargeError(
         f"PLD accounting of {what} needs {shown} grid points at step {h:g} (at most "
-        f"{MAX_GRID_POINTS:.0e}): its privacy loss is too large or too widely spread; use "
+        f"{cap:.0e}): its privacy loss is too large or too widely spread; use "
         "more noise, fewer compositions, a coarser value_discretization_interval, or RDP "
         "accounting"
     )

@@ -31,7 +31,8 @@ class Dataset:
             raise ValueError(
                 f"{self.name or 'the data'} has {n} row{'s' if n != 1 else ''}: too few to split "
                 f"into training and test rows with test_size={test_size:g}; it needs at least "
-                f"{need} rows (or a test_size that leaves at least one row on each side)"
+                f"{need if need < 10**15 else format(float(need), '.3g')} rows (or a test_size "
+                "that leaves at least one row on each side)"
             )
         order = np.random.default_rng(seed).permutation(n)
         train, test = order[: n - n_test], order[n - n_test :]
@@ -44,6 +45,8 @@ def _rows_to_split(test_size: float) -> int:
     Larger n may still fail for test_size near 1; this is what the error message quotes.
     """
     n = max(2, int(0.5 / test_size), int(0.5 / (1 - test_size)))
-    while not 1 <= int(round(test_size * n)) < n:
+    for _ in range(1000):  # a few steps; bounded, since past 2^53 rows n + 1 rounds to n
+        if 1 <= int(round(test_size * n)) < n:
+            break
         n += 1
     return n
