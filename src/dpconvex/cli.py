@@ -549,7 +549,8 @@ DATA_HELP = (
     type=SEED,
     default=None,
     help="Seed of the privacy noise, to repeat a run exactly. Default: fresh randomness from "
-    "the operating system; keep that for a model you release.",
+    "the operating system; keep that for a model you release (the seed is never written to "
+    "the model file, but anyone who guesses it can replay the noise).",
 )
 @click.option(
     "--out",
