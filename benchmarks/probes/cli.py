@@ -145,7 +145,7 @@ def _accounting() -> list[Probe]:
         {
             "--sigma": BIG,
             "--lam": BIG,
-            "--beta": BIG,
+            "--beta": [*BIG, "0"],  # smoothness 0 is the linear loss: a result
             "--lipschitz": BIG,
             "--delta": ["1e-300", "1e-12"],
             "--compositions": ["1e12", HUGE_INT],
@@ -177,7 +177,7 @@ def _accounting() -> list[Probe]:
         {
             "--epsilon": ["1e-300", "1e12", "1e300", "1e-12"],
             "--delta": ["1e-300", "1e-12"],
-            "--beta": BIG,
+            "--beta": [*BIG, "0"],  # smoothness 0 is the linear loss: a result
             "--lipschitz": BIG,
             "--tau": BIG,
             "--sigma-out": BIG,

@@ -39,8 +39,8 @@ MAX_GRID_POINTS = 10**7
 #: Most grid points a calibration's *search* may price one candidate with: candidates
 #: beyond it count as missing the budget (a larger, safe-side noise is then found), so
 #: that a search over extreme public arguments stays fast and small. The calibrations of
-#: DP-SGD over epsilon 0.1-8, 10^3-10^5 steps and sampling rates 0.007-0.1 needed at most
-#: 2.9e5 points (docs/reliability.md, section 6).
+#: DP-SGD over epsilon 0.1-8, 10^3-10^5 steps and sampling rates 0.007-0.1 composed on at
+#: most 1.97e5 points (docs/reliability.md, section 6.5).
 SEARCH_GRID_POINTS = 2 * 10**6
 _GRID_CAP: contextvars.ContextVar[int] = contextvars.ContextVar("grid_cap", default=MAX_GRID_POINTS)
 
