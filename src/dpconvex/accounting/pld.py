@@ -312,6 +312,8 @@ _TILT_STEP = 3.0
 _TILT_GAIN = 1e-7
 #: At most this many tilts on each side of the untilted one.
 _MAX_TILTS = 64
+#: At most this many tilts added where the mean leaps (several modes: :func:`_tilts`).
+_MAX_FILL = 256
 
 
 def _fft_error(size: int) -> float:
@@ -398,9 +400,16 @@ def _window(parts, tail_mass: float) -> tuple[int, int]:
 
 
 def _tilts(parts, lo: int, hi: int) -> list[tuple[float, float]]:
-    """Exponential tilts (theta, tilted mean), means ~_TILT_STEP sd apart, covering [lo, hi]."""
+    """Exponential tilts (theta, tilted mean), means ~_TILT_STEP sd apart, covering [lo, hi].
+
+    Steps of _TILT_STEP tilted standard deviations from the untilted sum; then, where one
+    step jumped further across the window than the two tilts' spreads cover (a sum with
+    several modes, e.g. a heavily subsampled mechanism composed a few times: the mean
+    leaps from the bulk to the far tail within a small range of theta), theta is bisected
+    until the gap is covered (at most _MAX_FILL tilts more).
+    """
     mean0, var0 = _tilt_moments(parts, 0.0)
-    out = [(0.0, mean0)]
+    out = [(0.0, mean0, var0)]
     for sign in (1.0, -1.0):
         theta, mean, var = 0.0, mean0, var0
         for _ in range(_MAX_TILTS):
@@ -408,8 +417,21 @@ def _tilts(parts, lo: int, hi: int) -> list[tuple[float, float]]:
                 break
             theta += sign * _TILT_STEP / math.sqrt(var)
             mean, var = _tilt_moments(parts, theta)
-            out.append((theta, mean))
-    return sorted(out, key=lambda tm: tm[1])
+            out.append((theta, mean, var))
+    out.sort(key=lambda t: t[0])  # the tilted mean increases with theta
+    budget, i = _MAX_FILL, 0
+    while i < len(out) - 1 and budget > 0:
+        (ta, ma, va), (tb, mb, vb) = out[i], out[i + 1]
+        gap = min(mb, hi) - max(ma, lo)  # only what lies inside the window matters
+        middle = 0.5 * (ta + tb)
+        # a mixture's variance is large without any tilt being accurate across it: the
+        # narrower of the two spreads decides
+        if gap > 2.0 * _TILT_STEP * math.sqrt(min(va, vb)) + 1.0 and ta < middle < tb:
+            out.insert(i + 1, (middle, *_tilt_moments(parts, middle)))
+            budget -= 1
+        else:
+            i += 1
+    return [(theta, mean) for theta, mean, _ in out]
 
 
 def _tilted_upper(
@@ -574,19 +596,19 @@ def compose_counts(
         full = sum(count * int(idx[-1]) for idx, _, _, count in trimmed)
         charged = tail_mass if (lo > 0 or hi < full) else 0.0
         return LossPmf(h, base + lo, probs, min(1.0, inf_mass + charged))
-    tilts = _tilts(trimmed, lo, hi)
-    means = [lo] + [mean for _, mean in tilts] + [hi]
-    for i, (theta, _) in enumerate(tilts):
+    # every tilt bounds every bin; a bin takes the smallest bound. A tilt is accurate
+    # relative to the mass near its bulk, which for a sum with several modes need not be
+    # near its mean, so tilts are not matched to bins by their means. Only bins whose
+    # untilted bound may be loose (within a factor 1 + 1e-7 of the truth no tilt can do
+    # better: a bin is off by at most twice the error bound) are untilted.
+    for theta, _ in _tilts(trimmed, lo, hi):
         if theta == 0.0:
-            continue  # already in probs, over the whole window
-        # each bin takes the better of the two tilts whose means bracket it
-        a = max(lo, min(hi, math.floor(means[i]))) if i > 0 else lo
-        b = max(lo, min(hi, math.ceil(means[i + 2]))) if i < len(tilts) - 1 else hi
-        seg = slice(a - lo, b - lo + 1)
-        # where the untilted bins are within a factor 1 + 1e-7 of the truth, no tilt can
-        # do better (a bin is off by at most twice the error bound): skip the FFT
-        if b >= a and (probs[seg] * _TILT_GAIN < 2.0 * errors[0]).any():
-            probs[seg] = np.minimum(probs[seg], _tilted_upper(trimmed, theta, size, positions[seg]))
+            continue  # already in probs
+        loose = np.flatnonzero(probs * _TILT_GAIN < 2.0 * errors[0])
+        if loose.size == 0:
+            break
+        tilted = _tilted_upper(trimmed, theta, size, positions[loose])
+        probs[loose] = np.minimum(probs[loose], tilted)
     full = sum(count * int(idx[-1]) for idx, _, _, count in trimmed)
     charged = tail_mass if (lo > 0 or hi < full) else 0.0
     return LossPmf(h, base + lo, probs, min(1.0, inf_mass + charged))
