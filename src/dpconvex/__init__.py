@@ -17,6 +17,15 @@ from .models import (
     save_model,
 )
 from .models.clipping import ClippingWarning
+from .models.session import (
+    RepeatedFitWarning,
+    UnpricedStepWarning,
+    reset_session,
+    session_spent,
+)
+from .pipeline import PrivatePipeline, Public, make_private_pipeline
+from .plans import ConstantModelWarning
+from .preprocessing import TableEncoder
 from .tuning import NothingSelectedError, PrivateRandomSearch
 
 __version__ = "0.1.0"
@@ -25,6 +34,7 @@ __all__ = [
     "Budget",
     "BudgetExceededError",
     "ClippingWarning",
+    "ConstantModelWarning",
     "DPHuberRegressor",
     "DPLinearRegression",
     "DPLogisticRegression",
@@ -33,9 +43,17 @@ __all__ = [
     "LedgerTamperedError",
     "ModelFileError",
     "NothingSelectedError",
+    "PrivatePipeline",
     "PrivateRandomSearch",
+    "Public",
+    "RepeatedFitWarning",
+    "TableEncoder",
+    "UnpricedStepWarning",
     "__version__",
     "accounting",
     "load_model",
+    "make_private_pipeline",
+    "reset_session",
     "save_model",
+    "session_spent",
 ]

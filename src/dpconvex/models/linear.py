@@ -2,6 +2,10 @@
 
 Methods (``method=``):
 
+* ``"auto"`` (the default) — one of the methods below, chosen from public quantities
+  only (the task, n, d, the number of classes, epsilon, delta, whether the rows are a
+  dask array) by the rule of :mod:`dpconvex.plans.auto`, derived on synthetic data.
+  The fitted model states its choice (``method_``) and why (``method_reason_``).
 * ``"amp"`` — Algorithm 1 of seed 000 (approximate minima perturbation with
   gradient clipping). (sigma, lam) by the paper's rule (f = 1.3, tau = 0.01,
   sigma_out = 0.15, C = R with R the row bound including the intercept, which is
@@ -30,6 +34,7 @@ rate q = batch_size / n, as in every DP-SGD implementation).
 
 from __future__ import annotations
 
+import warnings
 from numbers import Integral, Real
 from types import MappingProxyType
 
@@ -50,20 +55,27 @@ from ..mechanisms import design_bound, transform_rows
 from ..mechanisms.sources import InMemoryRows
 from ..optim import SOLVERS
 from ..plans import PLANS, Plan, PlanInputs
+from ..plans.auto import resolve as resolve_auto
+from ..plans.auto import task_of, warn_if_constant
 from ..scale.objective import is_dask_array
 from .charge import charge
-from .clipping import warn_if_clipped
+from .clipping import ClippingWarning, warn_if_clipped
 from .labels import check_labels, declared_classes
 
 METHODS = ("amp", "output", "dpsgd", "dpgd")
 #: largest declared row norm (and intercept scaling) the estimators accept
 MAX_ROW_BOUND = 1e8
+#: largest |lo|, |hi| of declared target bounds: coefficients stay far inside float64
+MAX_TARGET_BOUND = 1e15
+#: smallest (hi - lo) / max(|lo|, |hi|) of declared target bounds: the centre and
+#: half-width keep about 40 of float64's 53 bits for the scaled targets
+MIN_TARGET_WIDTH = 1e-4
 
 _positive = [Interval(Real, 0, None, closed="neither")]
 _COMMON_CONSTRAINTS = {
     "epsilon": [Interval(Real, MIN_EPSILON, MAX_EPSILON, closed="both")],
     "delta": [Interval(Real, 0, 1, closed="neither")],
-    "method": [StrOptions(set(METHODS))],
+    "method": [StrOptions({*METHODS, "auto"})],
     "accounting": [StrOptions({"pld", "rdp"})],
     "fit_intercept": ["boolean"],
     # bounds of 1e8 keep R^2, lam and the noise scales far inside float64 (rows of
@@ -108,6 +120,14 @@ def _composed(events: list):
     return ComposedDpEvent(list(events))
 
 
+def _method_of(plan: Plan) -> tuple[str, str]:
+    """(method run, why): the plan's own name, or what ``method="auto"`` chose and why."""
+    chosen = getattr(plan, "chosen", None)
+    if chosen is None:
+        return plan.name, f'given: method="{plan.name}"'
+    return chosen.name, plan.reason
+
+
 class _DPLinearModel(BaseEstimator):
     """Shared fitting logic; subclasses define the loss and the targets."""
 
@@ -134,8 +154,20 @@ class _DPLinearModel(BaseEstimator):
         return min(bound, self._loss().derivative_bound * bound)
 
     # -- fitting -----------------------------------------------------------------
-    def _plan(self, n: int, n_features: int, k: int) -> Plan:
-        """The calibrated plan for n rows, n_features columns and K problems (public shapes)."""
+    def _plan(
+        self, n: int, n_features: int, k: int, *, dask: bool = False, subsample: bool = False
+    ) -> Plan:
+        """The calibrated plan for n rows, n_features columns and K problems (public shapes).
+
+        ``dask`` (the rows are a dask array) and ``subsample`` (a run on a secret subsample
+        of public expected size n) are public too; ``method="auto"`` reads them to pick a
+        plan that can run there.
+        """
+        return PLANS[self.method](self._plan_inputs(n, n_features, k, dask, subsample))
+
+    def _plan_inputs(
+        self, n: int, n_features: int, k: int, dask: bool, subsample: bool
+    ) -> PlanInputs:
         v.positive("epsilon", self.epsilon)
         v.probability_open("delta", self.delta)
         bound = design_bound(
@@ -153,8 +185,10 @@ class _DPLinearModel(BaseEstimator):
             row_bound=bound,
             clip=clip,
             settings=MappingProxyType(self.get_params(deep=False)),
+            dask=dask,
+            subsample=subsample,
         )
-        return PLANS[self.method](inputs)
+        return inputs
 
     def _n_problems(self) -> int:
         """Binary problems of one fit: 1, or K one-vs-rest problems for K > 2 declared classes."""
@@ -163,17 +197,35 @@ class _DPLinearModel(BaseEstimator):
         k = declared_classes(self.classes).size
         return 1 if k <= 2 else k
 
-    def privacy_event(self, n_samples: int, n_features: int):
+    def privacy_event(self, n_samples: int, n_features: int, *, dask: bool = False):
         """The event a fit on data of this shape would produce (calibration only, no data).
 
-        n_samples is used only by DP-SGD (its sampling rate). For classifiers the
-        number of one-vs-rest problems comes from the declared ``classes``.
+        n_samples sets DP-SGD's sampling rate and, with ``method="auto"``, the choice of
+        method (as does ``dask``: whether the rows will be a dask array). For classifiers
+        the number of one-vs-rest problems comes from the declared ``classes``.
         """
         self._validate_params()
         n_samples = v.positive_int("n_samples", n_samples)
         n_features = v.positive_int("n_features", n_features)
         k = self._n_problems()
-        return _composed([self._plan(n_samples, n_features, k).event] * k)
+        subsample = getattr(self, "_public_n", None) is not None
+        plan = self._plan(n_samples, n_features, k, dask=bool(dask), subsample=subsample)
+        return _composed([plan.event] * k)
+
+    def chosen_method(self, n_samples: int, n_features: int, *, dask: bool = False):
+        """(method, reason): what a fit on data of this shape would run (no data read).
+
+        The method given, or for ``method="auto"`` the choice of
+        :mod:`dpconvex.plans.auto` from these public sizes and the budget.
+        """
+        self._validate_params()
+        n_samples = v.positive_int("n_samples", n_samples)
+        n_features = v.positive_int("n_features", n_features)
+        subsample = getattr(self, "_public_n", None) is not None
+        if self.method != "auto":
+            return self.method, f'given: method="{self.method}"'
+        inputs = self._plan_inputs(n_samples, n_features, self._n_problems(), bool(dask), subsample)
+        return resolve_auto(inputs)
 
     def _fit_problems(self, X, targets: list[np.ndarray]):
         """Run the mechanism once per target vector; return (thetas, events, n_iters)."""
@@ -181,12 +233,19 @@ class _DPLinearModel(BaseEstimator):
         # a run on a secret subsample is calibrated for the subsample's public expected
         # size (set by PrivateRandomSearch on its own clones), never for its actual size
         public_n = getattr(self, "_public_n", None)
-        plan = self._plan(X.shape[0] if public_n is None else public_n, X.shape[1], k)
+        rows = X.shape[0] if public_n is None else public_n
+        plan = self._plan(
+            rows, X.shape[1], k, dask=is_dask_array(X), subsample=public_n is not None
+        )
+        method, reason = _method_of(plan)
         if public_n is not None and not plan.size_free:
             raise ValueError(
-                f"method={self.method!r} cannot run on a secret subsample: its guarantee "
+                f"method={method!r} cannot run on a secret subsample: its guarantee "
                 "depends on the number of rows"
             )
+        # public sizes only: whether the noise is expected to swamp any signal
+        task = task_of(plan.inputs.loss, k)
+        warn_if_constant(task, rows, plan.inputs.d, plan.inputs.epsilon, plan.inputs.delta, k)
         params, run, planned = plan.params, plan.run, plan.event
         if is_dask_array(X):  # out of core: the row policy is applied chunk by chunk
             from ..optim.solvers import WARM_START_ROWS
@@ -194,7 +253,7 @@ class _DPLinearModel(BaseEstimator):
 
             if not plan.dask:  # refuse before anything is charged
                 raise ValueError(
-                    f"method={self.method!r} is not available on dask data; use one of "
+                    f"method={method!r} is not available on dask data; use one of "
                     f"{sorted(name for name, p in PLANS.items() if p.dask)}"
                 )
             source = dask_rows
@@ -216,8 +275,10 @@ class _DPLinearModel(BaseEstimator):
         charge(
             self.budget,
             _composed([planned] * k),
-            mechanism=f"{type(self).__name__}(method={self.method})",
+            mechanism=f"{type(self).__name__}(method={method})",
             label=f"fit on {X.shape[0]} rows x {X.shape[1]} features",
+            rows=X,  # the session record: a warning when earlier fits read the same rows
+            delta=self.delta,
         )
         rng = make_rng(self.random_state)
         if is_dask_array(X):  # the same mechanism, reading a dask row source
@@ -227,6 +288,7 @@ class _DPLinearModel(BaseEstimator):
         if any(r.event != planned for r in releases):  # the accounting must match the run
             raise RuntimeError("mechanism event differs from the calibrated plan; not released")
         self.mechanism_params_ = params
+        self.method_, self.method_reason_ = method, reason
         if is_dask_array(X):  # passes over the data, for the out-of-core benchmark
             self.n_passes_ = int(sum(r.info.get("passes", 0) for r in releases))
         return (
@@ -322,8 +384,10 @@ class DPLogisticRegression(ClassifierMixin, _DPLinearModel):
     ----------
     epsilon, delta : float
         Privacy budget of the whole fit (all classes together).
-    method : {"amp", "output", "dpsgd", "dpgd"}
-        "amp" (default), "output", "dpsgd" or "dpgd"; see the module docstring.
+    method : {"auto", "amp", "output", "dpsgd", "dpgd"}
+        "auto" (default: AMP or DP-GD, chosen from the public sizes and the budget by
+        :func:`dpconvex.plans.auto.ranking`), "amp", "output", "dpsgd" or "dpgd"; see the
+        module docstring.
     classes : list, optional
         The labels, declared without looking at the data (they are released with
         the model); default [0, 1]. Labels in y outside this set are an error. More than
@@ -377,6 +441,9 @@ class DPLogisticRegression(ClassifierMixin, _DPLinearModel):
         The event pricing the fit.
     mechanism_params_ : dict
         Calibrated noise, lam, ...
+    method_, method_reason_ : str
+        The method that ran and why (for ``method="auto"``, the public quantities that
+        chose it); both are functions of public values and are written to model files.
     n_iter_ : ndarray
         A diagnostic for the data owner, **not covered by the guarantee** for
         "amp" and "output" (the solver's iteration count, with any Newton and
@@ -390,7 +457,7 @@ class DPLogisticRegression(ClassifierMixin, _DPLinearModel):
         self,
         epsilon=1.0,
         delta=1e-5,
-        method="amp",
+        method="auto",
         *,
         classes=None,
         accounting="pld",
@@ -495,29 +562,83 @@ class DPLogisticRegression(ClassifierMixin, _DPLinearModel):
         return np.log(self.predict_proba(X))
 
 
+def _target_bounds(y_bound, y_bounds) -> tuple[float, float]:
+    """The declared (lo, hi) of the targets: ``y_bounds``, or (-y_bound, y_bound), or (-1, 1).
+
+    Giving both is an error (one rule, no silent precedence).
+    """
+    if y_bounds is None:
+        bound = 1.0 if y_bound is None else float(y_bound)
+        return -bound, bound
+    if y_bound is not None:
+        raise ValueError(
+            "give either y_bound (targets in [-y_bound, y_bound]) or y_bounds=(lo, hi), not both"
+        )
+    if isinstance(y_bounds, str | bytes) or not hasattr(y_bounds, "__len__") or len(y_bounds) != 2:
+        raise ValueError(f"y_bounds must be a pair (lo, hi) of numbers, got {y_bounds!r}")
+    if not all(isinstance(b, Real) and not isinstance(b, bool | np.bool_) for b in y_bounds):
+        raise ValueError(f"y_bounds must be a pair (lo, hi) of numbers, got {y_bounds!r}")
+    lo, hi = float(y_bounds[0]), float(y_bounds[1])
+    if not (abs(lo) <= MAX_TARGET_BOUND and abs(hi) <= MAX_TARGET_BOUND):
+        raise ValueError(f"y_bounds must be finite numbers of at most {MAX_TARGET_BOUND:g} in "
+                         "absolute value; rescale the target (a public map)")  # fmt: skip
+    if not hi - lo >= MIN_TARGET_WIDTH * max(abs(lo), abs(hi)) or not lo < hi:
+        raise ValueError(
+            f"y_bounds=(lo, hi) needs lo < hi and hi - lo at least {MIN_TARGET_WIDTH:g} x "
+            f"max(|lo|, |hi|); got ({lo:g}, {hi:g})"
+        )
+    return lo, hi
+
+
+def _centre_and_half_width(lo: float, hi: float) -> tuple[float, float]:
+    """The public affine map of targets onto [-1, 1]: (y - centre) / half_width."""
+    return (lo + hi) / 2.0, (hi - lo) / 2.0
+
+
 class _DPRegressor(RegressorMixin, _DPLinearModel):
-    _parameter_constraints: dict = {**_COMMON_CONSTRAINTS, "y_bound": _positive}
+    _parameter_constraints: dict = {
+        **_COMMON_CONSTRAINTS,
+        "y_bound": [None, Interval(Real, 0, MAX_TARGET_BOUND, closed="right")],
+        "y_bounds": [None, tuple, list, np.ndarray],
+    }
+
+    def _validate_params(self) -> None:
+        """The shared checks, and the target bounds (one of y_bound, y_bounds)."""
+        super()._validate_params()
+        _target_bounds(self.y_bound, self.y_bounds)
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
-        """Fit on (X, y); targets are clipped to [-y_bound, y_bound] and scaled by 1/y_bound."""
+        """Fit on (X, y); targets are clipped to the declared [lo, hi] and mapped to [-1, 1].
+
+        The map y -> (y - centre) / half_width uses the public centre (lo + hi) / 2 and
+        half-width (hi - lo) / 2; ``coef_`` and ``intercept_`` are mapped back, so
+        predictions are in the original units.
+        """
         X, y = self._validated(X, y, y_numeric=True)
-        scale = float(self.y_bound)
+        lo, hi = _target_bounds(self.y_bound, self.y_bounds)
+        centre, half = _centre_and_half_width(lo, hi)
         y = y.astype(np.float64) if is_dask_array(y) else np.asarray(y, dtype=np.float64)
         self._warn_if_clipped(X, y)
-        target = np.clip(y, -scale, scale) / scale  # stays lazy for dask labels
+        # stays lazy for dask labels; the last clip is a no-op in exact arithmetic and
+        # keeps every scaled target in [-1, 1] whatever the rounding
+        target = np.clip((np.clip(y, lo, hi) - centre) / half, -1.0, 1.0)
         theta, events, n_iter = self._fit_problems(X, [target])
-        coef, intercept = self._split_theta(theta, scale)
-        self.coef_, self.intercept_ = coef.ravel(), float(intercept[0])
+        coef, intercept = self._split_theta(theta, half)
+        self.coef_, self.intercept_ = coef.ravel(), float(intercept[0]) + centre
         self.n_iter_ = int(n_iter[0])
         self._set_privacy(events)
         return self
 
     def _warn_if_clipped(self, X, y) -> None:
-        """As for rows, and the number of targets beyond ``y_bound`` (in memory)."""
+        """As for rows, and the number of targets outside the declared bounds (in memory)."""
         if not is_dask_array(y):  # the count goes to the data owner, not into the model
             y = np.asarray(y, dtype=np.float64)
-            warn_if_clipped(y, float(self.y_bound), what="targets", setting="y_bound")
+            if self.y_bounds is None:
+                bound = 1.0 if self.y_bound is None else float(self.y_bound)
+                warn_if_clipped(y, bound, what="targets", setting="y_bound")
+            else:
+                _warn_outside(y, *_target_bounds(None, self.y_bounds))
         super()._warn_if_clipped(X, y)
 
     def predict(self, X):
@@ -532,9 +653,28 @@ class _DPRegressor(RegressorMixin, _DPLinearModel):
         return tags
 
 
+def _warn_outside(y: np.ndarray, lo: float, hi: float) -> int:
+    """ClippingWarning with the number of targets outside [lo, hi] (to the data owner)."""
+    count = int(np.count_nonzero((y < lo) | (y > hi)))
+    if count:
+        warnings.warn(
+            f"{count} of {y.shape[0]} targets ({count / max(1, y.shape[0]):.1%}) fell outside "
+            f"y_bounds=({lo:g}, {hi:g}) and were clipped to them; if that is many, declare "
+            "wider y_bounds (chosen without looking at the data) to reduce the bias",
+            ClippingWarning,
+            stacklevel=4,
+        )
+    return count
+
+
 _REGRESSOR_DOC = """
-    Targets are clipped to [-y_bound, y_bound] (default 1) and scaled to [-1, 1]
-    before training (a public map); ``coef_`` and ``intercept_`` are scaled back.
+    Targets are clipped to their declared bounds and mapped to [-1, 1] before training
+    (a public map): ``y_bounds=(lo, hi)`` maps y to (y - c) / h with the centre
+    c = (lo + hi) / 2 and half-width h = (hi - lo) / 2, which suits targets that are not
+    centred at 0 (prices, counts); ``y_bound=b`` is the symmetric case (-b, b); giving
+    both is an error, giving neither means (-1, 1). ``coef_`` and ``intercept_`` are
+    mapped back to the original units (with ``fit_intercept=False`` the intercept is the
+    public centre c). The ``ClippingWarning`` counts the targets outside the bounds.
     Rows are clipped to the declared ``row_bound`` (default ``row_norm="clip"``;
     how many were clipped is reported in a ``ClippingWarning`` to the data owner):
     normalizing rows, the classifiers' default, would change the regression
@@ -547,22 +687,24 @@ _REGRESSOR_DOC = """
 class DPLinearRegression(_DPRegressor):
     _parameter_constraints: dict = {
         **_DPRegressor._parameter_constraints,
-        "method": [StrOptions({*METHODS, "adassp"})],
+        "method": [StrOptions({*METHODS, "adassp", "auto"})],
     }
 
     __doc__ = (
         """(epsilon, delta)-DP least squares.
 
-    ``method="amp"`` (default) minimizes the squared loss with clipped gradients by
-    approximate objective perturbation; ``"output"``, ``"dpgd"`` and ``"dpsgd"`` do the
-    same with other noise; clipped at C the squared loss is exactly a Huber loss with
-    threshold C/||x|| (spec/objpert.md §5.3), of curvature bound 1, so beta = R^2.
+    ``method="auto"`` (default) runs AMP or DP-GD as :func:`dpconvex.plans.auto.ranking`
+    chooses from the public sizes and the budget. ``"amp"`` minimizes the squared loss
+    with clipped gradients by approximate objective perturbation; ``"output"``,
+    ``"dpgd"`` and ``"dpsgd"`` do the same with other noise; clipped at C the squared
+    loss is exactly a Huber loss with threshold C/||x|| (spec/objpert.md §5.3), of
+    curvature bound 1, so beta = R^2.
     ``"adassp"``: sufficient-statistics perturbation with an adaptive ridge (Wang,
     "Revisiting differentially private linear regression", arXiv:1803.02596, Alg. 2):
     noisy X^T X and X^T y and a private estimate of the smallest eigenvalue, priced
     together as three Gaussian mechanisms; no solver.
 
-    Why AMP is the default: on the synthetic regression family of
+    Why AdaSSP is never auto's choice: on the synthetic regression family of
     ``benchmarks/bench_frontier.py`` (n = 4,000 to 64,000, d = 5 to 50, epsilon 0.3
     to 8, delta = 1e-5) AMP's held-out R^2 was at least AdaSSP's in every cell and far
     above it where n * epsilon is small against d (n = 16,000, d = 50, epsilon = 1:
@@ -577,9 +719,10 @@ class DPLinearRegression(_DPRegressor):
         self,
         epsilon=1.0,
         delta=1e-5,
-        method="amp",
+        method="auto",
         *,
-        y_bound=1.0,
+        y_bound=None,
+        y_bounds=None,
         accounting="pld",
         fit_intercept=True,
         intercept_scaling=1.0,
@@ -603,6 +746,7 @@ class DPLinearRegression(_DPRegressor):
         self.delta = delta
         self.method = method
         self.y_bound = y_bound
+        self.y_bounds = y_bounds
         self.accounting = accounting
         self.fit_intercept = fit_intercept
         self.intercept_scaling = intercept_scaling
@@ -645,10 +789,11 @@ class DPHuberRegressor(_DPRegressor):
         self,
         epsilon=1.0,
         delta=1e-5,
-        method="amp",
+        method="auto",
         *,
         huber_threshold=0.5,
-        y_bound=1.0,
+        y_bound=None,
+        y_bounds=None,
         accounting="pld",
         fit_intercept=True,
         intercept_scaling=1.0,
@@ -673,6 +818,7 @@ class DPHuberRegressor(_DPRegressor):
         self.method = method
         self.huber_threshold = huber_threshold
         self.y_bound = y_bound
+        self.y_bounds = y_bounds
         self.accounting = accounting
         self.fit_intercept = fit_intercept
         self.intercept_scaling = intercept_scaling

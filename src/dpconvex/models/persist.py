@@ -3,11 +3,13 @@
 A model file holds what the fit released and nothing else: the estimator's
 parameters, the declared classes, ``coef_`` and ``intercept_``, the privacy spent
 (``epsilon_spent``, ``delta``), the event that prices it (``dp_event_json``, read by
-:func:`dpconvex.accounting.serialization.event_from_dict`) and the calibrated
-``mechanism_params``, plus what the writer adds (the CLI adds the data name and the
-feature names). Never written: the solver's iteration count (data-dependent for "amp"
-and "output"), the noise seed ``random_state`` (with it the noise can be replayed and
-the data read off the model) and the ``budget`` ledger path.
+:func:`dpconvex.accounting.serialization.event_from_dict`), the calibrated
+``mechanism_params`` and the method that ran (``method_run``, with ``method_reason``:
+for ``method="auto"`` the choice made from public sizes), plus what the writer adds
+(the CLI adds the data name and the feature names). Never written: the solver's
+iteration count (data-dependent for "amp" and "output"), the noise seed
+``random_state`` (with it the noise can be replayed and the data read off the model)
+and the ``budget`` ledger path.
 
 Reading (:func:`load_model`, :func:`read_model_record`) treats the file as hostile and
 raises one :class:`ModelFileError` naming the file and the field for anything that is
@@ -16,7 +18,9 @@ deeper than :data:`MAX_JSON_DEPTH`, NaN/Infinity tokens, duplicate keys, integer
 2^63 or more, an unknown ``format_version`` or model class, parameters the estimator
 would refuse (or unknown ones), coefficients that are not finite numbers of at most
 :data:`MAX_COEFFICIENT` in the shape the classes imply, classes that are not the
-declared ones, an event that is not the one the method produces for that many classes,
+declared ones, an event that is not the one the method that ran (``method_run``; in
+files without it, ``params.method``) produces for that many classes, an intercept other
+than the public centre of ``params.y_bounds`` when ``fit_intercept`` is false,
 and an ``epsilon_spent`` below what its event costs by the accountant the estimator
 reported with. A stored seed or ledger path in an older file is ignored: a loaded model has
 ``random_state=None`` and ``budget=None``, predicts exactly as the saved model did
@@ -64,8 +68,11 @@ _REQUIRED_PARAMS = ("epsilon", "delta", "method", "accounting", "fit_intercept",
 #: parameters never written, and ignored when an older file holds them
 _DROPPED_PARAMS = ("random_state", "budget")
 _CORE = ("format", "format_version", "model", "params", "classes", "coef", "intercept",
-         "epsilon_spent", "delta", "dp_event", "dp_event_json")  # fmt: skip
+         "epsilon_spent", "delta", "dp_event", "dp_event_json", "method_run",
+         "method_reason")  # fmt: skip
 _MAX_MECHANISM_PARAMS = 64
+#: longest ``method_reason`` read
+_MAX_REASON = 400
 
 
 class ModelFileError(ValueError):
@@ -140,6 +147,9 @@ def model_record(model, extra: dict | None = None) -> dict:
     )
     if hasattr(model, "mechanism_params_"):
         record["mechanism_params"] = {k: _jsonable(v) for k, v in model.mechanism_params_.items()}
+    if hasattr(model, "method_"):  # the method run: for method="auto", the public choice
+        record["method_run"] = model.method_
+        record["method_reason"] = getattr(model, "method_reason_", "")
     return record
 
 
@@ -292,8 +302,9 @@ def _build(record: dict):
         raise _Bad("model", f"must name one of {sorted(_MODELS)}, got {_show(record.get('model'))}")
     model = _params(record, _MODELS[record["model"]])
     classes = _classes(record, model)
+    method, reason = _method_run(record, model)
     coef, intercept = _coefficients(record, model, classes)
-    event, spent, delta = _privacy(record, model, classes)
+    event, spent, delta = _privacy(record, model, classes, method)
     _extras(record, coef.shape[-1])
     if classes is not None:
         model.classes_ = classes
@@ -302,7 +313,23 @@ def _build(record: dict):
     model.epsilon_, model.delta_, model.dp_event_ = spent, delta, event
     if "mechanism_params" in record:
         model.mechanism_params_ = dict(record["mechanism_params"])
+    model.method_, model.method_reason_ = method, reason
     return model
+
+
+def _method_run(record: dict, model) -> tuple[str, str]:
+    """(method run, reason): ``method_run`` (required for "auto"), else ``params.method``."""
+    given = model.method
+    method = record.get("method_run", None if given == "auto" else given)
+    allowed = [m for m in model._parameter_constraints["method"][0].options if m != "auto"]
+    if method not in allowed:
+        raise _Bad("method_run", f"must name one of {sorted(allowed)}, got {_show(method)}")
+    if given != "auto" and method != given:
+        raise _Bad("method_run", "must equal params.method when that is not 'auto'")
+    reason = record.get("method_reason", f'given: method="{method}"')
+    if not isinstance(reason, str) or not reason.isprintable() or len(reason) > _MAX_REASON:
+        raise _Bad("method_reason", f"must be text of at most {_MAX_REASON} printable characters")
+    return method, reason
 
 
 def _check_format(record: dict) -> None:
@@ -348,6 +375,12 @@ def _param_value(key: str, value: object) -> None:
     elif key == "classes":
         if value is not None and not isinstance(value, list):
             raise _Bad(field, "must be null or a list of labels")
+    elif key == "y_bounds":
+        if value is not None and not (
+            isinstance(value, list) and len(value) == 2
+            and all(type(b) in (int, float) for b in value)
+        ):  # fmt: skip
+            raise _Bad(field, "must be null or a list [lo, hi] of two numbers")
     elif isinstance(value, bool) and key != "fit_intercept":
         raise _Bad(field, f"must not be {str(value).lower()}")
     elif isinstance(value, int) and abs(value) > MAX_COUNT:
@@ -422,9 +455,27 @@ def _coefficients(record: dict, model, classes) -> tuple[np.ndarray, object]:
         coef = np.vstack([_numbers(f"coef[{i}]", r, width) for i, r in enumerate(stored)])
         intercept = _numbers("intercept", record["intercept"], rows)
         nonzero = bool(np.any(intercept != 0.0))
-    if nonzero and not model.fit_intercept:
-        raise _Bad("intercept", "must be 0 when params.fit_intercept is false")
+    if not model.fit_intercept:
+        _check_fixed_intercept(model, intercept, nonzero)
     return coef, intercept
+
+
+def _check_fixed_intercept(model, intercept, nonzero: bool) -> None:
+    """Without a fitted intercept, a regressor's intercept is the public target centre."""
+    lo_hi = getattr(model, "y_bounds", None)
+    if lo_hi is None:
+        if nonzero:
+            raise _Bad("intercept", "must be 0 when params.fit_intercept is false")
+        return
+    from .linear import _centre_and_half_width
+
+    centre = _centre_and_half_width(float(lo_hi[0]), float(lo_hi[1]))[0]
+    if intercept != centre:
+        raise _Bad(
+            "intercept",
+            "must be the centre (lo + hi) / 2 of params.y_bounds when params.fit_intercept "
+            "is false",
+        )
 
 
 def _number(record: dict, key: str) -> float:
@@ -434,7 +485,7 @@ def _number(record: dict, key: str) -> float:
     return float(value)
 
 
-def _privacy(record: dict, model, classes) -> tuple[de.DpEvent, float, float]:
+def _privacy(record: dict, model, classes, method: str) -> tuple[de.DpEvent, float, float]:
     from ..accounting.serialization import event_from_dict
 
     spent, delta = _number(record, "epsilon_spent"), _number(record, "delta")
@@ -451,7 +502,7 @@ def _privacy(record: dict, model, classes) -> tuple[de.DpEvent, float, float]:
     except (ValueError, TypeError) as err:
         raise _Bad("dp_event_json", _one_line(err)) from None
     problems = 1 if classes is None or classes.size == 2 else classes.size
-    _check_shape(event, model.method, problems)
+    _check_shape(event, method, problems)
     _check_cost(event, spent, delta, model)
     return event, spent, delta
 

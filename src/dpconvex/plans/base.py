@@ -28,6 +28,9 @@ class PlanInputs:
     ``d`` counts the intercept column; ``row_bound`` is the norm bound R of the rows
     the mechanism sees (intercept included); ``clip`` the gradient clipping threshold
     C; ``settings`` the estimator's hyperparameters (lam, tau, epochs, ...), read-only.
+    ``dask`` says whether the rows are a row-chunked dask array and ``subsample`` whether
+    the run is on a secret subsample of public expected size ``n``; both are public and
+    read only by the plan that picks a method (:class:`dpconvex.plans.auto.AutoPlan`).
     """
 
     epsilon: float
@@ -40,6 +43,8 @@ class PlanInputs:
     row_bound: float
     clip: float
     settings: Mapping[str, Any] = field(default_factory=dict)
+    dask: bool = False
+    subsample: bool = False
 
 
 class Plan:

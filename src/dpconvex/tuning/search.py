@@ -62,6 +62,7 @@ from ..discrete_noise import discrete_gaussian
 from ..models.charge import charge
 from ..models.clipping import ClippingWarning
 from ..models.labels import check_labels, declared_classes
+from ..models.session import priced_by_caller
 from ..plans import PLANS
 from .defaults import FALLBACK_STEPS, extrapolate, resolve_settings
 from .runs import sample_number_of_runs
@@ -640,6 +641,8 @@ class PrivateRandomSearch(MetaEstimatorMixin, BaseEstimator):
             event,
             mechanism=f"PrivateRandomSearch({type(self.estimator).__name__})",
             label=f"search on {X.shape[0]} rows x {X.shape[1]} features",
+            rows=X,  # the session records the search once; its runs are priced inside it
+            delta=self.delta,
         )
         if k == 0 and not subsample:
             raise NothingSelectedError(NOTHING_SELECTED)
@@ -728,7 +731,11 @@ class PrivateRandomSearch(MetaEstimatorMixin, BaseEstimator):
             )
             est = self._shaped(est, self._cfg["tune_rows"], tuning=True)
             X_val, y_val = validation
-            with threadpool_limits(limits=1, user_api="blas"), warnings.catch_warnings():
+            with (
+                threadpool_limits(limits=1, user_api="blas"),
+                warnings.catch_warnings(),
+                priced_by_caller(),  # in any worker: the search's event prices this run
+            ):
                 warnings.simplefilter("ignore", ClippingWarning)
                 est.fit(X_train, y_train)
                 if self.scoring == "public":
@@ -751,7 +758,11 @@ class PrivateRandomSearch(MetaEstimatorMixin, BaseEstimator):
             random_state=stream,
             budget=None,  # the search's event was charged once, before any run
         )
-        with threadpool_limits(limits=1, user_api="blas"), warnings.catch_warnings():
+        with (
+            threadpool_limits(limits=1, user_api="blas"),
+            warnings.catch_warnings(),
+            priced_by_caller(),  # the search's event prices the final run
+        ):
             warnings.simplefilter("ignore", ClippingWarning)  # the search warned once
             return final.fit(X, y)
 

@@ -1,0 +1,391 @@
+"""Private pipelines: one privacy event for every step that reads the rows.
+
+A :class:`PrivatePipeline` is a scikit-learn :class:`~sklearn.pipeline.Pipeline` whose
+``dp_event_`` is the composition of the events of every step that read the data, and
+whose ``epsilon_`` is what the accountant reports for it (adaptive sequential
+composition: each step is chosen before the data are seen and reads the output of the
+earlier ones; Dwork, Rothblum & Vadhan 2010, "Boosting and Differential Privacy", Thm
+III.3, and for the privacy-loss-distribution accountant Dong, Roth & Su 2022, arXiv
+1905.02383, Thm 3.2). Every step is one of:
+
+* **private**: it has ``privacy_event(n_samples, n_features)`` (its event, planned from
+  public values before fit) and sets ``dp_event_`` when fitted (the dpconvex estimators,
+  :mod:`dpconvex.preprocessing`'s encoder);
+* **public**: wrapped in :class:`Public`, named in ``public=``, ``"passthrough"``, or one
+  of the few scikit-learn transformers that learn nothing but the number of columns
+  (:data:`~dpconvex.models.session.STATELESS_TRANSFORMERS`).
+
+Any other step learns from the rows without a price, and the pipeline refuses it before
+anything is fitted or charged.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from dataclasses import dataclass
+from numbers import Real
+
+import numpy as np
+from dp_accounting.dp_event import ComposedDpEvent, DpEvent
+from sklearn.base import BaseEstimator, TransformerMixin, clone
+from sklearn.pipeline import Pipeline, _name_estimators
+from sklearn.utils._param_validation import Interval, InvalidParameterError, StrOptions
+from sklearn.utils.validation import _num_samples, check_is_fitted
+
+from .accounting import MAX_EPSILON, MIN_EPSILON, PrivacyAccountant, pld_grid
+from .models.charge import charge
+from .models.session import PURE_DELTA, observe, priced_by_caller, step_reads_rows
+
+__all__ = ["Public", "PrivatePipeline", "make_private_pipeline"]
+
+
+class Public(TransformerMixin, BaseEstimator):
+    """Declare a step public: it learns nothing private from the rows it is fitted on.
+
+    Use it for a transformer fitted on public data (``prefit=True``: the pipeline only
+    applies it, never refits it) or one whose fit learns nothing from these rows (a
+    row-wise ``FunctionTransformer``, a column selection). The declaration is yours:
+    the pipeline cannot check it, and its guarantee assumes it.
+    """
+
+    _declared_public = True
+
+    def __init__(self, transformer, *, prefit=False):
+        self.transformer = transformer
+        self.prefit = prefit
+
+    def fit(self, X, y=None, **params):
+        """Fit a clone of ``transformer`` (or, with ``prefit=True``, check it is fitted)."""
+        if self.prefit:
+            check_is_fitted(self.transformer)
+            self.transformer_ = self.transformer
+        else:
+            self.transformer_ = clone(self.transformer).fit(X, y, **params)
+        if hasattr(self.transformer_, "n_features_in_"):
+            self.n_features_in_ = self.transformer_.n_features_in_
+        return self
+
+    def transform(self, X):
+        check_is_fitted(self, "transformer_")
+        return self.transformer_.transform(X)
+
+    def get_feature_names_out(self, input_features=None):
+        check_is_fitted(self, "transformer_")
+        return self.transformer_.get_feature_names_out(input_features)
+
+    def public_n_features_out(self, n_features: int) -> int | None:
+        """Columns out for ``n_features`` in, when public settings alone say (else None)."""
+        if self.prefit:
+            try:
+                return len(self.transformer.get_feature_names_out())
+            except Exception:  # noqa: BLE001 - unknown: the pipeline then cannot plan
+                return None
+        return _output_width(self.transformer, n_features)
+
+
+def _output_width(step, n_features: int) -> int | None:
+    """Columns a step outputs for ``n_features`` in, known before fit, or None."""
+    if step is None or isinstance(step, str):
+        return n_features
+    own = getattr(step, "public_n_features_out", None)
+    if callable(own):
+        width = own(n_features)
+        return None if width is None else int(width)
+    if not step_reads_rows(step):
+        try:  # it learns only the column count: fitting it on one zero row is exact
+            zeros = np.zeros((1, n_features))
+            return int(clone(step).fit(zeros).transform(zeros).shape[1])
+        except Exception:  # noqa: BLE001 - unknown
+            return None
+    return None
+
+
+@dataclass(frozen=True)
+class _Plan:
+    private: tuple[str, ...]  # names of the steps that read the rows, in order
+    events: tuple[DpEvent, ...] | None  # their planned events (None: not plannable)
+    delta: float
+    scales: list  # the private steps' own epsilons (the finest PLD grid to report on)
+    why_not: str = ""  # why the events could not be planned before fit
+
+
+_positive_or_none = [None, Interval(Real, 0, None, closed="neither")]
+
+
+class PrivatePipeline(Pipeline):
+    """A scikit-learn Pipeline whose privacy guarantee covers every step that reads the rows.
+
+    Parameters
+    ----------
+    steps : list of (name, estimator)
+        As for :class:`~sklearn.pipeline.Pipeline`. Each step is private (it prices what
+        it reads: ``privacy_event`` and ``dp_event_``) or public (see the module doc);
+        any other step is refused before anything is fitted.
+    epsilon, delta : float, optional
+        The total the pipeline must meet. The steps keep their own budgets (their shares:
+        e.g. an encoder with ``epsilon=0.1`` and an estimator with ``epsilon=0.9``);
+        before any step runs, the composition of their planned events is priced at
+        ``delta`` and the fit is refused if it exceeds ``epsilon``. Without ``epsilon``
+        nothing is checked; ``delta`` defaults to the largest delta of the private steps.
+    budget : None, Budget or path
+        A :class:`dpconvex.Budget` ledger charged once with the composition of the
+        planned events before any step reads the data; the private steps must then have
+        no ``budget`` of their own (it would charge them again).
+    public : list of str, optional
+        Names of steps declared public, as if wrapped in :class:`Public`.
+    accounting : {"pld", "rdp"}
+        The accountant that prices the composition (default "pld").
+    memory, verbose
+        As for :class:`~sklearn.pipeline.Pipeline`.
+
+    Attributes
+    ----------
+    dp_event_ : ComposedDpEvent
+        The events of the steps that read the rows, in order.
+    epsilon_, delta_ : float
+        What the accountant reports for ``dp_event_``.
+    private_steps_ : list of str
+        The names of those steps.
+    """
+
+    _composes_steps = True  # the session record does not warn about our own steps
+
+    _parameter_constraints: dict = {
+        **Pipeline._parameter_constraints,
+        "epsilon": [None, Interval(Real, MIN_EPSILON, MAX_EPSILON, closed="both")],
+        "delta": [None, Interval(Real, 0, 1, closed="neither")],
+        "budget": "no_validation",
+        "public": [None, list, tuple],
+        "accounting": [StrOptions({"pld", "rdp"})],
+    }
+
+    def __init__(
+        self,
+        steps,
+        *,
+        epsilon=None,
+        delta=None,
+        budget=None,
+        public=None,
+        accounting="pld",
+        memory=None,
+        verbose=False,
+    ):
+        super().__init__(steps, memory=memory, verbose=verbose)
+        self.epsilon = epsilon
+        self.delta = delta
+        self.budget = budget
+        self.public = public
+        self.accounting = accounting
+
+    # -- the plan, before any step reads the data --------------------------------------
+    def _check_settings(self) -> set:
+        self._validate_params()
+        for name in ("epsilon", "delta"):
+            if isinstance(getattr(self, name), bool | np.bool_):
+                raise InvalidParameterError(f"{name} must be a number, not a bool")
+        self._validate_steps()
+        public = set(self.public or ())
+        names = {name for name, _ in self.steps}
+        if not all(isinstance(p, str) for p in public) or not public <= names:
+            raise ValueError(
+                f"public must list step names of this pipeline ({sorted(names)}); "
+                f"got {sorted(map(str, public))}"
+            )
+        return public
+
+    def _private_steps(self, public: set) -> list:
+        """(name, step) of the steps that read the rows; refuse a step that reads unpriced."""
+        out = []
+        for name, step in self.steps:
+            if name in public or not step_reads_rows(step):
+                continue
+            if not callable(getattr(step, "privacy_event", None)):
+                raise ValueError(
+                    f"step {name!r} ({type(step).__name__}) learns from the rows without a "
+                    "privacy event: use a private step (dpconvex.preprocessing for scaling "
+                    f"and encoding), or declare it public with dpconvex.Public(step) or "
+                    f"public=[{name!r}] if it was fitted on public data or learns nothing "
+                    "from these rows"
+                )
+            if self.budget is not None and getattr(step, "budget", None) is not None:
+                raise ValueError(
+                    f"step {name!r} has a budget of its own; with budget= on the pipeline "
+                    "the pipeline charges every step once: remove the step's budget"
+                )
+            out.append((name, step))
+        return out
+
+    def _plan(self, n_samples: int, n_features: int) -> _Plan:
+        """Every private step's event from public values (n, the column counts, settings)."""
+        public = self._check_settings()
+        private = self._private_steps(public)
+        names = [name for name, _ in private]
+        deltas = [float(getattr(step, "delta", None) or 0.0) for _, step in private]
+        delta = float(self.delta) if self.delta is not None else max(deltas, default=0.0)
+        delta = delta if delta > 0 else PURE_DELTA
+        scales = [getattr(step, "epsilon", None) for _, step in private]
+        scales = [float(e) for e in scales if isinstance(e, Real) and not isinstance(e, bool)]
+        events, width, why_not = [], n_features, ""
+        for index, (name, step) in enumerate(self.steps):
+            if width is None and name in names:
+                why_not = f"step {name!r} follows a step whose number of output columns "
+                why_not += "is not known before fit"
+                return _Plan(tuple(names), None, delta, scales, why_not)
+            if name in names:
+                events.append(step.privacy_event(n_samples, width))
+            if index < len(self.steps) - 1:
+                width = _output_width(_public_view(step, name in public), width)
+        return _Plan(tuple(names), tuple(events), delta, scales)
+
+    def _spent(self, events, delta: float, scales: list[float]) -> float:
+        """epsilon at ``delta`` of the events' composition, on the PLD grid of the target
+        epsilon or, without one, the finest grid the steps calibrated on (``scales``: their
+        epsilons); discretization only ever overestimates."""
+        event = ComposedDpEvent(list(events))
+        scale = self.epsilon if self.epsilon is not None else min(scales, default=1.0)
+        h = pld_grid(scale)
+        accountant = PrivacyAccountant(self.accounting, value_discretization_interval=h)
+        return float(accountant.compose(event).get_epsilon(delta))
+
+    def _checked_plan(self, X) -> _Plan:
+        n, d = _num_samples(X), _n_columns(X)
+        plan = self._plan(n, d)
+        needs_plan = self.epsilon is not None or self.budget is not None
+        if plan.events is None and needs_plan:
+            raise ValueError(
+                f"the pipeline cannot price its steps before fitting ({plan.why_not}); "
+                "give that step a public_n_features_out method, or drop epsilon= and "
+                "budget= from the pipeline and check epsilon_ after the fit"
+            )
+        if self.epsilon is not None:
+            spent = self._spent(plan.events, plan.delta, plan.scales)
+            if spent > self.epsilon * (1 + 1e-9):
+                raise ValueError(
+                    f"the steps' own budgets compose to epsilon={spent:.4g} at "
+                    f"delta={plan.delta:g}, above the pipeline's epsilon={self.epsilon:g}: "
+                    "lower the steps' epsilon (their shares of the total) so that they "
+                    "compose within it"
+                )
+        return plan
+
+    def privacy_event(self, n_samples: int, n_features: int) -> DpEvent:
+        """The composition the pipeline would spend on data of this shape (no data read)."""
+        plan = self._plan(int(n_samples), int(n_features))
+        if plan.events is None:
+            raise ValueError(f"the pipeline cannot price its steps before fitting ({plan.why_not})")
+        return ComposedDpEvent(list(plan.events))
+
+    def public_n_features_out(self, n_features: int) -> int | None:
+        """Columns out for ``n_features`` in, when public settings alone say (else None)."""
+        public = set(self.public or ())
+        width = n_features
+        for name, step in self.steps:
+            if width is None:
+                return None
+            width = _output_width(_public_view(step, name in public), width)
+        return width
+
+    # -- fitting --------------------------------------------------------------------
+    @contextmanager
+    def _priced(self, X):
+        """Plan and charge before any step reads X; fit the steps; compose their events."""
+        plan = self._checked_plan(X)
+        if plan.events is not None:
+            charge(
+                self.budget,
+                ComposedDpEvent(list(plan.events)),
+                mechanism=f"PrivatePipeline({', '.join(plan.private)})",
+                label=f"fit on {_num_samples(X)} rows x {_n_columns(X)} columns",
+                rows=X,
+                delta=plan.delta,
+            )
+        with priced_by_caller():  # the steps' own fits are this pipeline's event
+            yield
+        self._set_privacy(plan)
+        if plan.events is None:  # recorded once the events are known
+            observe(self.dp_event_, rows=X, delta=plan.delta)
+
+    def _set_privacy(self, plan: _Plan) -> None:
+        steps = dict(self.steps)
+        events = []
+        for i, name in enumerate(plan.private):
+            event = getattr(steps[name], "dp_event_", None)
+            if not isinstance(event, DpEvent):
+                raise RuntimeError(f"step {name!r} set no dp_event_ when fitted; not released")
+            if plan.events is not None and event != plan.events[i]:
+                raise RuntimeError(
+                    f"step {name!r} ran an event other than the one planned and charged; "
+                    "not released"
+                )
+            events.append(event)
+        self.dp_event_ = ComposedDpEvent(events)
+        spent = self._spent(events, plan.delta, plan.scales) if events else 0.0
+        if self.epsilon is not None and spent > self.epsilon * (1 + 1e-9):
+            raise RuntimeError(  # the plan was checked with the same accountant
+                f"the accountant reports epsilon={spent} above {self.epsilon}; not released"
+            )
+        self.epsilon_ = spent
+        self.delta_ = plan.delta
+        self.private_steps_ = list(plan.private)
+
+    def fit(self, X, y=None, **params):
+        """Check and price every step, charge the budget once, then fit as a Pipeline."""
+        with self._priced(X):
+            super().fit(X, y, **params)
+        return self
+
+    def fit_transform(self, X, y=None, **params):
+        with self._priced(X):
+            out = super().fit_transform(X, y, **params)
+        return out
+
+    def fit_predict(self, X, y=None, **params):
+        with self._priced(X):
+            out = super().fit_predict(X, y, **params)
+        return out
+
+
+def _public_view(step, declared: bool):
+    """A step named in ``public=`` is treated as if wrapped in :class:`Public`."""
+    return Public(step) if declared and not isinstance(step, Public | str) else step
+
+
+def _n_columns(X) -> int:
+    shape = getattr(X, "shape", None)
+    if shape is not None and len(shape) == 2:
+        return int(shape[1])
+    try:
+        return int(np.shape(X)[1])
+    except Exception:  # noqa: BLE001 - one clear error for a table that is not 2-D
+        raise ValueError("X must be a 2-D table (rows x columns)") from None
+
+
+def make_private_pipeline(
+    *steps,
+    epsilon=None,
+    delta=None,
+    budget=None,
+    public=None,
+    accounting="pld",
+    memory=None,
+    verbose=False,
+) -> PrivatePipeline:
+    """A :class:`PrivatePipeline` whose steps are named after their classes (as
+    :func:`sklearn.pipeline.make_pipeline` names them; ``Public(StandardScaler())`` is
+    "public_standardscaler")."""
+    named = [
+        (f"public_{type(step.transformer).__name__.lower()}" if name.startswith("public")
+         and isinstance(step, Public) else name, step)
+        for name, step in _name_estimators(steps)
+    ]  # fmt: skip
+    return PrivatePipeline(
+        named,
+        epsilon=epsilon,
+        delta=delta,
+        budget=budget,
+        public=public,
+        accounting=accounting,
+        memory=memory,
+        verbose=verbose,
+    )

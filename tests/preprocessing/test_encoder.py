@@ -1,0 +1,235 @@
+"""TableEncoder: features in [-1, 1], the public row bound, pricing and private messages."""
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+from dp_accounting.dp_event import NoOpDpEvent, SelfComposedDpEvent
+from sklearn.base import clone
+from sklearn.pipeline import make_pipeline
+
+from dpconvex import DPLogisticRegression
+from dpconvex.accounting import PrivacyAccountant
+from dpconvex.budget import Budget, BudgetExceededError
+from dpconvex.models.session import reset_session
+from dpconvex.preprocessing import TableEncoder, ThinBoundsWarning, quantile_event
+from dpconvex.preprocessing import encoder as encoder_module
+
+# small test tables: the default quantiles are thin there, which is what the warning says
+pytestmark = pytest.mark.filterwarnings("ignore::dpconvex.preprocessing.ThinBoundsWarning")
+
+SECRET = "Zq9-secret"
+
+DECLARED = {
+    "columns": [
+        {"name": "age", "type": "numeric", "bounds": [20, 60]},
+        {"name": "pay", "type": "numeric", "bounds": [0, 1e6], "log": "log1p"},
+        {"name": "job", "type": "categorical", "categories": ["a", "b"]},
+    ],
+    "missing_values": ["?"],
+}
+ESTIMATED = {
+    "columns": [
+        {"name": "age", "type": "numeric", "bounds": [None, None], "search_range": [0, 200]},
+        {
+            "name": "pay",
+            "type": "numeric",
+            "bounds": [0, None],
+            "search_range": [0, 1e9],
+            "log": "log1p",
+        },
+        {
+            "name": "job",
+            "type": "categorical",
+            "categories": ["a", "b"],
+            "other": False,
+            "missing": "refuse",
+        },
+    ]
+}
+
+
+def table(n=400, seed=0):
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame(
+        {
+            "pay": rng.lognormal(9, 1.5, n),
+            "extra": rng.random(n),  # not declared: never read
+            "job": rng.choice(["a", "b"], n).astype(object),
+            "age": rng.normal(40, 10, n),
+        }
+    )
+
+
+def test_declared_bounds_encode_exactly_and_cost_nothing():
+    X = pd.DataFrame(
+        {
+            "age": [20, 60, 40, 10, "?"],
+            "pay": [0, 1e6, "?", 5e7, -3],
+            "job": ["a", "b", SECRET, None, " a "],
+        }
+    )
+    enc = TableEncoder(DECLARED).fit(X)
+    assert isinstance(enc.dp_event_, NoOpDpEvent) and enc.epsilon_ == 0 and enc.delta_ == 0
+    Z = enc.transform(X)
+    assert list(enc.get_feature_names_out()) == [
+        "age",
+        "age=<missing>",
+        "pay",
+        "pay=<missing>",
+        "job=a",
+        "job=b",
+        "job=<other>",
+        "job=<missing>",
+    ]
+    expected = np.array(
+        [
+            [-1, 0, -1, 0, 1, 0, 0, 0],
+            [1, 0, 1, 0, 0, 1, 0, 0],
+            [0, 0, 0, 1, 0, 0, 1, 0],  # a category not declared: <other>, never refused
+            [-1, 0, 1, 0, 0, 0, 0, 1],  # clipped to the bounds; None is missing
+            [0, 1, -1, 0, 1, 0, 0, 0],  # -3 is outside log1p's domain: the lower bound
+        ],
+        dtype=float,
+    )
+    np.testing.assert_array_equal(Z, expected)
+    assert enc.row_bound_ == pytest.approx(3**0.5)
+    assert np.linalg.norm(Z, axis=1).max() == pytest.approx(enc.row_bound_)  # attained
+
+
+def test_row_bound_holds_on_hostile_cells():
+    rng = np.random.default_rng(5)
+    numbers = np.array(
+        [0, -1e300, 1e300, 1e-300, "?", None, np.nan, "1e308", " 7 ", True, 3.5], dtype=object
+    )
+    words = np.array(["a", "b", SECRET, None, 3, np.nan, "?", object()], dtype=object)
+    cells = np.column_stack(
+        [rng.choice(numbers, 3000), rng.choice(numbers, 3000), rng.choice(words, 3000)]
+    )
+    schema = {
+        "columns": [*ESTIMATED["columns"][:2], DECLARED["columns"][2]],
+        "missing_values": ["?"],
+    }
+    enc = TableEncoder(schema, epsilon=1.0, random_state=0).fit(cells)
+    Z = enc.transform(cells)
+    assert Z.dtype == np.float64 and np.all(np.abs(Z) <= 1.0)
+    assert np.all(np.linalg.norm(Z, axis=1) <= enc.row_bound_)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no ClippingWarning: the estimator clips nothing
+        DPLogisticRegression(
+            epsilon=1.0, row_norm="clip", row_bound=enc.row_bound_, random_state=0
+        ).fit(Z, np.arange(Z.shape[0]) % 2)
+
+
+def test_estimated_bounds_are_priced_and_follow_epsilon():
+    X = table(2000)
+    enc = TableEncoder(ESTIMATED, epsilon=0.9, random_state=0)
+    planned = enc.privacy_event(2000, 4)  # before fit, from public values (for pipelines)
+    assert enc.public_n_features_out(4) == 6
+    enc.fit(X)
+    assert enc.dp_event_ == planned == SelfComposedDpEvent(quantile_event(0.3), 3)
+    assert enc.transform(X).shape[1] == 6
+    assert enc.epsilon_ <= 0.9 and enc.epsilon_ == pytest.approx(0.9)
+    acc = PrivacyAccountant().compose(enc.dp_event_)
+    assert acc.get_epsilon(1e-9) <= enc.epsilon_ + 1e-3  # the accountant agrees
+    # a large epsilon gives the empirical quantiles (the limit)
+    big = TableEncoder(ESTIMATED, epsilon=100.0, quantiles=(0.05, 0.9), random_state=0).fit(X)
+    lo, hi = big.bounds_["age"]
+    assert lo == pytest.approx(np.quantile(X["age"], 0.05), abs=0.3)
+    assert hi == pytest.approx(np.quantile(X["age"], 0.9), abs=0.3)
+    assert big.bounds_["pay"][0] == 0.0
+    assert big.bounds_["pay"][1] == pytest.approx(np.quantile(np.log1p(X["pay"]), 0.9), abs=0.05)
+
+
+def test_frame_by_name_equals_array_in_schema_order_and_seeds_reproduce():
+    X = table(300)
+    arr = X[["age", "pay", "job"]].to_numpy(dtype=object)
+    a = TableEncoder(ESTIMATED, epsilon=1.0, random_state=7).fit(X)
+    b = TableEncoder(ESTIMATED, epsilon=1.0, random_state=7).fit(arr)
+    assert a.bounds_ == b.bounds_
+    np.testing.assert_array_equal(a.transform(X), b.transform(arr))
+    c = TableEncoder(ESTIMATED, epsilon=1.0).fit(X)  # OS entropy
+    d = TableEncoder(ESTIMATED, epsilon=1.0).fit(X)
+    assert c.bounds_ != d.bounds_
+
+
+def test_budget_is_charged_before_the_quantiles_read_the_data(tmp_path, monkeypatch):
+    ledger = Budget(tmp_path / "b.db", 1.5, 1e-5)
+    X = table(200)
+    enc = TableEncoder(ESTIMATED, epsilon=1.0, quantiles=(0.2, 0.8), budget=ledger).fit(X)
+    (entry,) = ledger.entries()
+    assert entry.event == enc.dp_event_
+    calls = []
+    monkeypatch.setattr(encoder_module, "private_quantile", lambda *a: calls.append(a))
+    with pytest.raises(BudgetExceededError):
+        TableEncoder(ESTIMATED, epsilon=1.0, budget=ledger).fit(X)
+    assert calls == [] and len(ledger.entries()) == 1
+    TableEncoder(DECLARED, budget=ledger).fit(X)  # declared bounds: nothing charged
+    assert len(ledger.entries()) == 1
+
+
+def _message(fn):
+    with pytest.raises((ValueError, TypeError)) as info:
+        fn()
+    text = str(info.value)
+    assert "\n" not in text and SECRET not in text and "row" not in text.replace("rows", "")
+    return text
+
+
+def test_bad_inputs_are_clear_errors_without_private_values():
+    enc = TableEncoder(DECLARED)
+    frame = pd.DataFrame({"age": [30.0], "pay": [1.0], "job": ["a"]})
+    for bad, match in [
+        ({"age": [SECRET]}, "not a number"),
+        ({"age": ["\u0661\u0662"]}, "not a number"),  # Arabic-Indic digits are text
+        ({"age": [float("inf")]}, "infinite"),
+        ({"pay": ["1e999"]}, "infinite"),
+        ({"age": [10**400]}, "infinite"),
+    ]:
+        X = frame.assign(**{k: pd.Series(v, dtype=object) for k, v in bad.items()})
+        assert match in _message(lambda X=X: enc.fit(X))
+    assert "no column 'job'" in _message(lambda: enc.fit(frame.drop(columns="job")))
+    dup = pd.concat([frame, frame[["age"]]], axis=1)
+    assert "two columns" in _message(lambda: enc.fit(dup))
+    assert "3 columns" in _message(lambda: enc.fit(np.zeros((2, 4))))
+    assert "no rows" in _message(lambda: enc.fit(frame.iloc[:0]))
+    missing = pd.DataFrame({"age": [30.0], "pay": [1.0], "job": [None]})
+    text = _message(lambda: TableEncoder(ESTIMATED, epsilon=1.0).fit(missing))
+    assert "'job'" in text and "missing='refuse'" in text
+    assert "give epsilon" in _message(lambda: TableEncoder(ESTIMATED).fit(frame))
+    assert "quantiles" in _message(
+        lambda: TableEncoder(ESTIMATED, epsilon=1.0, quantiles=(0.9, 0.1)).fit(frame)
+    )
+
+    class FakeDask:
+        dask = {}
+
+    assert "dask" in _message(lambda: enc.fit(FakeDask()))
+
+
+def test_scikit_learn_conventions():
+    X, y = table(500), np.arange(500) % 2
+    enc = TableEncoder(DECLARED, random_state=0)
+    assert clone(enc).get_params() == enc.get_params()
+    np.testing.assert_array_equal(enc.fit_transform(X), clone(enc).fit(X).transform(X))
+    warnings.simplefilter("ignore")  # a plain scikit-learn Pipeline may warn that it is unpriced
+    pipe = make_pipeline(
+        TableEncoder(DECLARED),
+        DPLogisticRegression(epsilon=1.0, row_norm="clip", row_bound=3**0.5, random_state=0),
+    ).fit(X, y)
+    assert pipe.predict(X).shape == (500,)
+    with pytest.raises(ValueError, match="epsilon"):
+        TableEncoder(DECLARED, epsilon=-1.0).fit(X)
+
+
+def test_thin_budget_warns_from_public_sizes_only():
+    X = table(300)
+    with pytest.warns(ThinBoundsWarning, match="3 bounds estimated with epsilon 0.1 on 300 rows"):
+        TableEncoder(ESTIMATED, epsilon=0.1, random_state=0).fit(X)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        reset_session()  # refits of the same rows are (rightly) told; not this test's subject
+        TableEncoder(ESTIMATED, epsilon=100.0, random_state=0).fit(X)
+        reset_session()
+        TableEncoder(ESTIMATED, epsilon=0.1, quantiles=(0.2, 0.8), random_state=0).fit(X)
