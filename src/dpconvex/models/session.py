@@ -17,6 +17,7 @@ carry no data value. What the record cannot see is stated in :func:`session_spen
 from __future__ import annotations
 
 import contextvars
+import hashlib
 import os
 import sys
 import threading
@@ -160,9 +161,18 @@ def _sparse_keys(X) -> np.ndarray:
 
 
 def _table_keys(X) -> np.ndarray:
-    """Rows of a table with text columns, hashed by pandas (numeric tables as arrays)."""
-    import pandas as pd
-
+    """Rows of a table with text columns, hashed by pandas (numeric tables as arrays);
+    without pandas (not a dependency), each row's cells by BLAKE2b, one row at a time."""
+    try:
+        import pandas as pd
+    except ImportError:
+        rows = np.asarray(X, dtype=object)
+        if rows.ndim != 2:
+            raise ValueError("a table has two dimensions") from None
+        digests = [
+            hashlib.blake2b(repr(tuple(row)).encode(), digest_size=8).digest() for row in rows
+        ]
+        return np.frombuffer(b"".join(digests), dtype=np.uint64).copy()
     frame = X if isinstance(X, pd.DataFrame) else pd.DataFrame(np.asarray(X, dtype=object))
     if all(pd.api.types.is_numeric_dtype(t) for t in frame.dtypes):
         return _dense_keys(frame.to_numpy(dtype=np.float64))
