@@ -5,6 +5,7 @@ from __future__ import annotations
 import numbers
 
 import numpy as np
+from sklearn.utils._param_validation import Interval
 
 
 def make_rng(random_state=None) -> np.random.Generator:
@@ -29,3 +30,13 @@ def make_rng(random_state=None) -> np.random.Generator:
         "random_state must be None (OS entropy), a non-negative int, a numpy SeedSequence "
         f"or a numpy Generator; got {type(random_state).__name__}"
     )
+
+
+#: scikit-learn parameter constraint of every ``random_state``: OS entropy (None), an int
+#: seed, or a numpy SeedSequence / Generator; never RandomState (see :func:`make_rng`)
+RANDOM_STATE_CONSTRAINT = [
+    None,
+    Interval(numbers.Integral, 0, None, closed="left"),
+    np.random.SeedSequence,
+    np.random.Generator,
+]

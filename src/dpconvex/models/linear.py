@@ -48,7 +48,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .. import _validation as v
 from .._arrays import row_norms
-from .._random import make_rng
+from .._random import RANDOM_STATE_CONSTRAINT, make_rng
 from ..accounting import MAX_EPSILON, MIN_EPSILON, PrivacyAccountant, pld_grid
 from ..losses import HuberLoss, LogisticLoss, SquaredLoss
 from ..mechanisms import design_bound, transform_rows
@@ -94,13 +94,7 @@ _COMMON_CONSTRAINTS = {
     "batch_size": [Interval(Integral, 1, None, closed="left")],
     "learning_rate": [None, *_positive],
     "optimizer": [StrOptions({"adam", "sgd"})],
-    # OS entropy (None), an int seed, or a numpy SeedSequence / Generator; never RandomState
-    "random_state": [
-        None,
-        Interval(Integral, 0, None, closed="left"),
-        np.random.SeedSequence,
-        np.random.Generator,
-    ],
+    "random_state": RANDOM_STATE_CONSTRAINT,
     # a dpconvex.Budget or a path to its ledger; checked by charge.open_budget
     "budget": "no_validation",
 }

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from numbers import Integral, Real
+from numbers import Real
 
 import numpy as np
 from dp_accounting.dp_event import DpEvent, NoOpDpEvent, SelfComposedDpEvent
@@ -28,7 +28,7 @@ from sklearn.base import BaseEstimator, TransformerMixin, _fit_context
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted
 
-from .._random import make_rng
+from .._random import RANDOM_STATE_CONSTRAINT, make_rng
 from ..accounting import MAX_EPSILON, MIN_EPSILON
 from ..models.charge import charge
 from .columns import category_codes, numeric_cells, table_columns
@@ -84,12 +84,7 @@ class TableEncoder(TransformerMixin, BaseEstimator):
         "schema": [Schema, dict],
         "epsilon": [None, Interval(Real, 0, MAX_EPSILON, closed="both")],
         "quantiles": [None, tuple, list],
-        "random_state": [
-            None,
-            Interval(Integral, 0, None, closed="left"),
-            np.random.SeedSequence,
-            np.random.Generator,
-        ],
+        "random_state": RANDOM_STATE_CONSTRAINT,
         "budget": "no_validation",
     }
 
