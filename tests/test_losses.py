@@ -1,4 +1,4 @@
-"""GLM losses and their clipped versions (seed 000 Thm F.2/F.3, spec/objpert.md §5.3, §11.A.14)."""
+"""GLM losses and their clipped versions (Redberg, Koskela & Wang, arXiv 2401.00583, F.2/F.3)."""
 
 import numpy as np
 import pytest
@@ -71,7 +71,7 @@ def test_clipped_squared_loss_is_huber():
 
 
 def test_logistic_breakpoint_matches_closed_form():
-    # spec §5.3: for kappa < 1 the margin breakpoint is m0 = log((1 - kappa)/kappa), and
+    # for kappa < 1 the margin breakpoint is m0 = log((1 - kappa)/kappa), and
     # f_C = -log(1 - kappa) + kappa (m0 - m) below it
     loss = ClippedLoss(LogisticLoss(), 0.3)
     kappa = np.array([0.3])

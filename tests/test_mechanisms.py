@@ -122,7 +122,10 @@ def test_amp_certifies_whatever_max_iter_and_releases_nothing_below_the_float_fl
 
 
 def test_output_perturbation_sensitivity_holds_on_neighbours():
-    """||theta~(Z) - theta~(Z')|| <= (L + 2 tau)/lam for add/remove neighbours (seed 001)."""
+    """||theta~(Z) - theta~(Z')|| <= (L + 2 tau)/lam for add/remove neighbours.
+
+    Sensitivity from Wang's CS291A lecture notes on objective perturbation (UCSB, 2021).
+    """
     rng = np.random.default_rng(4)
     X, y = _data(rng, n=300)
     lam, tau = 3.0, 0.01

@@ -1,4 +1,8 @@
-"""Exact noise samplers: moments, laws, limits (spec ganesh-thesis §2.2, dp-sco §2.3)."""
+"""Exact noise samplers: moments, laws, limits.
+
+GG_p of Ganesh's thesis (EECS-2022-53, Def. 19) and the l_r-norm Gaussian of Su, Zhao & Wang
+(arXiv 2303.18047, Def. 4 / Lemma 3).
+"""
 
 import math
 
@@ -40,7 +44,7 @@ def test_norm_gaussian_reduces_to_gaussian_at_r2():
 
 @pytest.mark.parametrize("r", [1.5, 3.0, 7.0, math.inf])
 def test_norm_gaussian_second_moment_is_d_sigma2(r):
-    # spec/dp-sco.md §2.3: E ||z||_r^2 = d sigma^2 exactly (Lemma 4's bound is tight)
+    # E ||z||_r^2 = d sigma^2 exactly (radius sigma * chi_d) (Lemma 4's bound is tight)
     rng = np.random.default_rng(3)
     d, sigma = 6, 0.8
     z = norm_gaussian(d, r, sigma, rng, size=200_000)

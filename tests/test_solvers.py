@@ -1,4 +1,7 @@
-"""Certified solvers: the certificate really bounds the distance to theta^P (seed 000 Thm 4.1)."""
+"""Certified solvers: the certificate really bounds the distance to theta^P.
+
+Redberg, Koskela & Wang (arXiv 2401.00583), Thm 4.1.
+"""
 
 import numpy as np
 import pytest

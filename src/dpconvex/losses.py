@@ -1,15 +1,15 @@
 """GLM losses f(u; y) with u = x^T theta, and their gradient-clipped versions.
 
 Objective perturbation and AMP are private only for losses of this form
-(seed 000, App. E, "the GLM bug"): the gradient of one example is
-f'(x^T theta; y) x, a fixed direction times a bounded scalar. Every loss here
+(Redberg, Koskela & Wang, arXiv 2401.00583, App. E, "the GLM bug"): the gradient of
+one example is f'(x^T theta; y) x, a fixed direction times a bounded scalar. Every loss here
 exposes f, f' and f'' (vectorized over examples), its curvature bound
 ``curvature`` = sup f'' and its derivative bound ``derivative_bound`` = sup |f'|.
 For rows of norm <= R the smoothness of l(theta; z) is beta = curvature * R^2 and
-its gradient norm is <= derivative_bound * R (spec/objpert.md §1).
+its gradient norm is <= derivative_bound * R.
 
-:class:`ClippedLoss` is the clipped-gradient loss of Song et al. 2020 (seed 000,
-Thm F.2/F.3; spec §5.3): the derivative of f is clipped at +-kappa with
+:class:`ClippedLoss` is the clipped-gradient loss of Song et al. 2020 (Redberg et al.,
+Thm F.2/F.3): the derivative of f is clipped at +-kappa with
 kappa = C / ||x|| per example, and f continues linearly beyond the breakpoints
 with the continuity offsets f(u_L), f(u_H) that the paper omits, so objective
 values stay consistent for line searches. It is convex, has the same curvature
@@ -169,11 +169,11 @@ class SmoothedHingeLoss(GLMLoss):
 
 
 class ClippedLoss(GLMLoss):
-    """Gradient-clipped GLM loss at threshold C (Song et al. 2020; seed 000 Thm F.2, F.3).
+    """Gradient-clipped GLM loss at threshold C (Song et al. 2020; Redberg et al. Thm F.2, F.3).
 
     Per example, kappa = C / ||x||; f_C = f between the breakpoints (u_L, u_H) of
     ``base.breakpoints(kappa)`` and continues linearly with slope -kappa / +kappa
-    outside, with offsets f(u_L), f(u_H) (spec §5.3 and §12 typo 9). The methods
+    outside, with offsets f(u_L), f(u_H) (which the printed Thm F.2 omits). The methods
     take the per-example ``kappa`` as an extra argument.
     """
 
@@ -224,7 +224,7 @@ LOSSES = {
 
 
 def require_glm(loss: object) -> GLMLoss:
-    """Return ``loss`` if it is a GLM loss; raise otherwise (seed 000, App. E).
+    """Return ``loss`` if it is a GLM loss; raise otherwise (Redberg et al., App. E).
 
     Objective perturbation and AMP are analysed only for losses of the form
     f(x^T theta; y) with scalar f; for any other loss the known bounds grow
@@ -236,7 +236,7 @@ def require_glm(loss: object) -> GLMLoss:
         return LOSSES[loss]()
     if not isinstance(loss, GLMLoss):
         raise TypeError(
-            "objective perturbation needs a GLM loss f(x^T theta; y) (seed 000, App. E); "
+            "objective perturbation needs a GLM loss f(x^T theta; y), e.g. 'logistic'; "
             f"got {type(loss).__name__}"
         )
     return loss

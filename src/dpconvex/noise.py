@@ -1,14 +1,15 @@
 """Exact samplers for the noise distributions of the source papers (no data, only randomness).
 
 * :func:`generalized_gaussian` — i.i.d. GG_p(sigma) coordinates, density
-  p / (2 sigma Gamma(1/p)) exp(-|x/sigma|^p) (Ganesh thesis, seed 004, Def. 19;
+  p / (2 sigma Gamma(1/p)) exp(-|x/sigma|^p) (Ganesh's thesis, UC Berkeley EECS-2022-53, Def. 19;
   scipy's ``gennorm(beta=p, scale=sigma)``). p = 1 is Laplace(sigma); p = 2 is
   N(0, sigma^2 / 2). Sampled exactly as sigma * S * G^(1/p), G ~ Gamma(1/p), S = +-1.
 * :func:`norm_gaussian` — density proportional to exp(-||z - mu||_r^2 / (2 sigma^2))
-  (the "generalized Gaussian" of seed 002, Def. 4 / Lemma 3), sampled exactly by its
+  (the "generalized Gaussian" of Su, Zhao & Wang, arXiv 2303.18047, Def. 4 / Lemma 3),
+  sampled exactly by its
   polar decomposition: radius sigma * chi_d and, independently, a direction from the
   cone measure of the l_r sphere, realized as Y / ||Y||_r with Y_i i.i.d. GG_r(1)
-  (Schechtman-Zinn; spec/dp-sco.md §2.3). r = 2 gives N(mu, sigma^2 I).
+  (Schechtman-Zinn). r = 2 gives N(mu, sigma^2 I).
 
 Both draw from a numpy Generator; the usual floating-point caveats of continuous
 noise (Mironov 2012) apply to every sampler in this package.
@@ -56,7 +57,7 @@ def norm_gaussian(
     """Samples with density proportional to exp(-||z - mean||_r^2 / (2 sigma^2)) on R^d.
 
     Exact: radius sigma * chi_d times an independent direction from the cone measure of
-    the unit l_r sphere (seed 002, Lemma 3's mechanism; spec/dp-sco.md §2.3).
+    the unit l_r sphere (the mechanism of Su, Zhao & Wang, Lemma 3).
     Returns shape (d,) or (size, d).
     """
     d = v.positive_int("d", d)

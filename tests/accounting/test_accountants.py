@@ -35,7 +35,7 @@ def test_rdp_accountant_adds_the_closed_form():
 def test_dpsgd_matches_spec_and_dp_accounting():
     ev = dpsgd_event(1.0, SPEC_Q, SPEC_T)
     rdp_int = PrivacyAccountant("rdp", orders=INT_ORDERS).compose(ev).get_epsilon(1e-5)
-    assert rdp_int == pytest.approx(4.144223, abs=2e-6)  # spec §11.B.5 (== autodp)
+    assert rdp_int == pytest.approx(4.144223, abs=2e-6)  # reference value (== autodp)
     plain = dpa_rdp.RdpAccountant(INT_ORDERS).compose(ev).get_epsilon(1e-5)
     assert rdp_int == pytest.approx(plain, rel=1e-12)
     auto = PrivacyAccountant().compose(ev)
@@ -51,7 +51,7 @@ def test_honest_tuning_poisson_matches_spec_formula():
 
 
 def _papernot_steinke_poisson(orders, rdp, mu):
-    """Independent implementation of P&S Thm 6 as in spec/objpert.md §9.2."""
+    """Independent implementation of Papernot & Steinke (arXiv 2110.03620), Thm 6."""
     orders, rdp = np.asarray(orders, float), np.asarray(rdp, float)
     out = []
     for lam, eps in zip(orders, rdp, strict=True):

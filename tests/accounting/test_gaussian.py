@@ -1,4 +1,4 @@
-"""Gaussian mechanism: profile vs quadrature and dp_accounting; calibration vs spec §11.B.5."""
+"""Gaussian mechanism: profile vs quadrature and dp_accounting; calibration vs reference values."""
 
 import math
 

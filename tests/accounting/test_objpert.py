@@ -1,8 +1,10 @@
-"""Objective perturbation bounds (seed 000 Thms 2.8, 3.1, 3.2, 4.1, Lemma 3.4, App. D.3).
+"""Objective perturbation bounds of Redberg, Koskela & Wang (arXiv 2401.00583).
+
+Thms 2.8, 3.1, 3.2, 4.1, Lemma 3.4, App. D.3.
 
 Each closed form is compared with an independent computation — quadrature of the
-defining expectation, Monte Carlo, the exact 1-D mechanism — and with the
-oracle values of shared/spec/objpert.md §11.
+defining expectation, Monte Carlo, the exact 1-D mechanism — and with
+reference values computed independently of this code.
 """
 
 import math
@@ -104,7 +106,7 @@ def test_profile_matches_monte_carlo():
 
 
 def test_continuity_at_eps_hat_zero():
-    # spec §11.A.3: sigma=10, beta=1, lam=5, eps_0 = c + s^2/2 = 0.228144...
+    # reference value: sigma=10, beta=1, lam=5, eps_0 = c + s^2/2 = 0.228144...
     kw = FIG1_RIGHT
     eps0 = jacobian_term(5.0, 1.0) + 0.5 * (1 / 10) ** 2
     assert eps0 == pytest.approx(0.2281436, abs=1e-7)
@@ -203,7 +205,7 @@ def test_ordering_lower_bound_profile_rdp(sigma, beta, gap, eps):
 
 
 def test_kifer_is_not_always_worse():
-    # spec §11.A.5: at eps=1, delta=1e-5, beta=1, lam=2 Thm 3.1 needs sigma=11.5414,
+    # reference value: at eps=1, delta=1e-5, beta=1, lam=2 Thm 3.1 needs sigma=11.5414,
     # Kifer's sigma is 10.0821, because c = log 2 eats 69% of epsilon.
     sigma = calibrate(
         lambda s: objpert_delta(1.0, sigma=s, lam=2.0, beta=1.0, lipschitz=1.0),
@@ -221,7 +223,7 @@ def test_kifer_is_not_always_worse():
 
 def test_large_lambda_limit():
     kw = {"sigma": 5.0, "lam": 1e9, "beta": 1.0, "lipschitz": 1.0}
-    # -> 2 delta_G for eps >= L^2 / 2 sigma^2 (spec §11.A.6)
+    # -> 2 delta_G for eps >= L^2 / 2 sigma^2
     for eps, value in [(0.1, 0.0829634), (0.5, 0.00102507), (1.0, 3.50927e-8)]:
         assert objpert_delta(eps, **kw) == pytest.approx(value, rel=1e-5)
         twice_gaussian = 2 * gaussian_delta(eps, 1.0, 5.0)
@@ -273,7 +275,7 @@ def test_dominating_pair_hockey_stick_equals_profile_for_all_eps():
     np.testing.assert_allclose(pair.privacy_loss(x), np.log(pair.p_pdf(x) / pair.q_pdf(x)))
 
 
-# -- the exact 1-D mechanism (spec §11.A.10) ------------------------------------
+# -- the exact 1-D mechanism (logistic loss, 3 points plus 1) ---------------------
 
 _Z = [(0.5, 1), (-0.3, -1), (0.8, -1)]
 _Z_PLUS = _Z + [(1.0, 1)]
@@ -298,8 +300,8 @@ def _renyi(alpha, a, b):
 
 def test_exact_one_dimensional_instance_stays_below_bounds():
     kw = {"sigma": 1.0, "lam": 1.0, "beta": 0.25, "lipschitz": 1.0}
-    # The spec lists 0.191463 for H(Z'||Z) at eps = 0; total variation is symmetric and
-    # quadrature gives 0.1925727 both ways, so that one entry is a slip of the digest.
+    # A reference table we used lists 0.191463 for H(Z'||Z) at eps = 0; total variation is
+    # symmetric and quadrature gives 0.1925727 both ways, so that entry is a slip.
     for eps, h_fwd, h_bwd, bound in [
         (0.0, 0.192573, 0.192573, 0.762017),
         (1.0, 0.0414417, 0.0, 0.372352),

@@ -1,7 +1,8 @@
 """Privacy-loss distributions: closed forms, quadrature, Monte Carlo and dp_accounting.
 
-Covers seed 000 App. D.3 (dominating pair as a PLD), eq. D.11 / Fig. 4 (k-fold
-composition), §D.3.1 (AMP), and our Poisson subsampling of those pairs.
+Covers Redberg, Koskela & Wang (arXiv 2401.00583), App. D.3 (dominating pair as
+a PLD), eq. D.11 / Fig. 4 (k-fold composition), §D.3.1 (AMP), and our Poisson
+subsampling of those pairs.
 """
 
 import math
@@ -44,7 +45,7 @@ def test_single_run_pld_upper_bounds_and_tracks_theorem_3_1():
 
 
 def test_pld_epsilon_table_b3_and_below_rdp():
-    # spec §11.B.3: sigma=8, beta=1, lam=10; eps at delta=1e-5
+    # reference value: sigma=8, beta=1, lam=10; eps at delta=1e-5
     for k, pld_spec, rdp_improved, rdp_standard in [
         (1, 0.5617, 0.6041, 0.7308),
         (10, 3.1314, 3.2478, 3.5120),
@@ -53,7 +54,7 @@ def test_pld_epsilon_table_b3_and_below_rdp():
         pld = PrivacyAccountant("pld").compose(FIG4, k).get_epsilon(1e-5)
         rdp = PrivacyAccountant("rdp").compose(FIG4, k).get_epsilon(1e-5)
         std = PrivacyAccountant("rdp", conversion="standard").compose(FIG4, k).get_epsilon(1e-5)
-        # spec used grid step 2e-4, we use 1e-4: never above it, within 0.1%
+        # the reference values used grid step 2e-4, we use 1e-4: never above it, within 0.1%
         assert pld <= pld_spec + 1e-4
         assert pld == pytest.approx(pld_spec, rel=1e-3)
         assert rdp == pytest.approx(rdp_improved, abs=1e-4)
@@ -99,7 +100,7 @@ def test_amp_pld_matches_quadrature():
         got = _pld_delta(event, eps)
         assert got >= exact * (1 - 1e-6)
         assert got == pytest.approx(exact, rel=5e-3, abs=1e-12)
-    # spec §3: PLD accounting at the RDP-calibrated eps=1 parameters gives 0.9289
+    # PLD accounting at the paper's RDP-calibrated eps=1 parameters gives 0.9289
     assert PrivacyAccountant("pld").compose(event).get_epsilon(1e-5) == pytest.approx(
         0.9289, abs=2e-4
     )

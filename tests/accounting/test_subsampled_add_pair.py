@@ -2,9 +2,9 @@
 
 :func:`dpconvex.accounting.pld.poisson_subsample` offers, besides Zhu-Dong-Wang
 Thm 11's (Q, qP + (1-q)Q), the pair (P, (1-q)P + qQ), valid because the ObjPert
-pair of seed 000 App. D.3 dominates both directions. Checked here against a
-Monte Carlo of an actual subsampled 1-D logistic ObjPert, quadrature of the pair
-itself, the Thm 11 pair and the limit q -> 1.
+pair of Redberg, Koskela & Wang (arXiv 2401.00583), App. D.3, dominates both
+directions. Checked here against a Monte Carlo of an actual subsampled 1-D logistic
+ObjPert, quadrature of the pair itself, the Thm 11 pair and the limit q -> 1.
 """
 
 import math

@@ -4,7 +4,8 @@ P&S 2022 (arXiv 2110.03620), Thm 6: if the base is (lambda, eps)-RDP and
 (eps_hat, delta_hat)-DP with e^eps_hat <= 1 + 1/(lambda - 1), the tuned algorithm
 is (lambda, eps + mu delta_hat + log(mu)/(lambda - 1))-RDP. For ObjPert / AMP bases
 the accountant takes delta_hat from the PLD profile; checked here against the
-closed form of seed 000 Thm 3.1 (``objpert_delta``) and against quadrature for AMP.
+closed form of Redberg, Koskela & Wang (arXiv 2401.00583), Thm 3.1
+(``objpert_delta``), and against quadrature for AMP.
 """
 
 import math
@@ -105,7 +106,7 @@ def test_random_choice_base_takes_the_largest_profile():
 
 
 def test_dp_accounting_bases_keep_dp_accountings_pricing():
-    # honest DP-SGD reproduces the paper/spec baseline (spec objpert.md §9.2)
+    # honest DP-SGD reproduces the paper's baseline (Redberg et al. §5)
     ev = tuned_event(dpsgd_event(1.0, 0.01, 100), 10.0)
     ours = RdpAccountant(ORDERS).compose(ev).rdp
     theirs = dpa_rdp.RdpAccountant(list(ORDERS)).compose(ev)._rdp

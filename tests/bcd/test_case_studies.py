@@ -1,4 +1,4 @@
-"""Case studies of seed 003: NMF (Algorithm 3), the lifted network (Algorithm 4), data loaders."""
+"""Case studies of Chen & Liu (arXiv 2407.08233): NMF (Alg. 3), lifted network (Alg. 4), data."""
 
 import gzip
 import sys
@@ -30,7 +30,7 @@ from dpconvex.mechanisms.release import Release
 
 
 # -- network pieces ----------------------------------------------------------------------
-def test_u_update_is_the_exact_argmin():  # digest oracle 19
+def test_u_update_is_the_exact_argmin():
     rng = np.random.default_rng(0)
     w = rng.normal(size=300) * 2
     x = np.abs(rng.normal(size=300))
@@ -41,7 +41,7 @@ def test_u_update_is_the_exact_argmin():  # digest oracle 19
         assert obj(ui) <= obj(grid).min() + 1e-8
 
 
-def test_x_update_zeroes_the_gradient_and_respects_the_clip():  # digest oracle 20
+def test_x_update_zeroes_the_gradient_and_respects_the_clip():
     rng = np.random.default_rng(1)
     X = rng.normal(size=(40, 6))
     y = rng.integers(0, 3, size=40)
@@ -65,14 +65,14 @@ def test_x_update_zeroes_the_gradient_and_respects_the_clip():  # digest oracle 
         assert np.linalg.norm(small.xs[d][batch], axis=1).max() <= 0.3 * (1 + 1e-12)
 
 
-def test_lemma_b1_curvature_bound():  # digest oracle 22
+def test_lemma_b1_curvature_bound():
     rng = np.random.default_rng(2)
     X = rng.normal(size=(30, 50))
     X *= np.minimum(1.0, 0.8 / np.linalg.norm(X, axis=1))[:, None]
     hess = X.T @ X / X.shape[0]
     eig = np.linalg.eigvalsh(hess)
     assert eig.max() <= 0.8**2 + 1e-12
-    assert abs(eig.min()) < 1e-12  # b < n_in: only convex, L_F = 1 (digest §3.12.1)
+    assert abs(eig.min()) < 1e-12  # b < n_in: only convex, L_F = 1 (singular Hessian)
 
 
 def test_backprop_norms_equal_explicit_per_example_gradients():
@@ -159,7 +159,7 @@ def test_hals_rows_solves_nonnegative_least_squares():
     assert np.all(clipped >= 0) and np.linalg.norm(clipped, axis=1).max() <= 0.5 + 1e-12
 
 
-def test_nmf_mbcd_converges_and_dp_run_is_priced_by_composition():  # digest oracle 23
+def test_nmf_mbcd_converges_and_dp_run_is_priced_by_composition():
     M, _, _ = synthetic_nmf(200, 60, 4, random_state=0)
     p = NmfProblem(M, 4, clip=1.0, row_bound=2.0)
     Y = mbcd(p, batch_size=20, epochs=40, step_size=1.0, kappa=1.1, random_state=0)["Y"]

@@ -91,7 +91,7 @@ def test_position_of_an_example_is_uniform():
         Prox(ridge=0.3, constraint="nonnegative-ball", radius=0.7),
     ],
 )
-def test_prox_is_nonexpansive_and_a_minimizer(prox):  # digest oracle 18
+def test_prox_is_nonexpansive_and_a_minimizer(prox):
     rng = np.random.default_rng(2)
     step = 0.4
     for _ in range(50):
@@ -170,7 +170,7 @@ def test_one_step_moves_at_most_eta_c_over_b_when_an_example_is_added():
         assert np.linalg.norm(moves[0] - moves[1]) <= eta * 0.7 / b * (1 + 1e-9)
 
 
-def test_implicit_step_closed_form_and_stability():  # digest oracle 21
+def test_implicit_step_closed_form_and_stability():
     rng = np.random.default_rng(5)
     W = rng.normal(size=(3, 6))
     X = rng.normal(size=(40, 6)) / 3

@@ -1,4 +1,4 @@
-"""Hidden-state accountant of seed 003 (Thm 4.6): oracles, independent recursions, exact 1-D."""
+"""Hidden-state accountant (Chen & Liu, arXiv 2407.08233, Thm 4.6): oracles, recursions, 1-D."""
 
 import math
 
@@ -21,7 +21,7 @@ from dpconvex.bcd import (
 from dpconvex.bcd import hidden_state as hs
 from dpconvex.experiments.mbcd import coupled_blocks_rdp
 
-# Figure 1 constants (digest §5.4): n = 2500, b = 100, m = 25, eta = 0.05, S = 1, L_F = 0.98
+# Figure 1 constants of the paper: n = 2500, b = 100, m = 25, eta = 0.05, S = 1, L_F = 0.98
 ETA, S, B, M, LF = 0.05, 1.0, 100, 25, 0.98
 
 
@@ -66,7 +66,7 @@ def telescoped(eta, sens, b, o, lf, lt, j0):
     return total
 
 
-# -- digest oracles (spec/dp-mbcd.md §8) -------------------------------------------------
+# -- reference values computed independently of this code ------------------------------
 def test_gaussian_injection_term():  # oracle 1
     o = np.array([[0.013]])
     delta, sigma2 = ETA * S / B, 2 * ETA * 0.013
@@ -343,7 +343,7 @@ def test_position_mixing_matches_logsumexp_definition():
 
 
 def test_paper_exponent_for_a_ridge_prox_is_not_a_bound():
-    """The printed exponent -1/L_T^2 (seed 003, Cor. 4.5) under-counts the exact 1-D loss."""
+    """The printed exponent -1/L_T^2 (Chen & Liu, Cor. 4.5) under-counts the exact 1-D loss."""
     m, b, eta, lam, level, C = 4, 10, 0.1, 0.5, 0.02, 1.0
     lt = 1 / (1 + eta * lam)
     d, var = exact_one_dimensional(1, m, b, eta, lam, level, C, prox=True)

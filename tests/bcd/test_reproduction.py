@@ -1,4 +1,4 @@
-"""Quick reproductions of seed 003 (mbcd-privacy, mbcd-nmf, mbcd-classification)."""
+"""Quick reproductions of Chen & Liu, arXiv 2407.08233 (mbcd-privacy, -nmf, -classification)."""
 
 import csv
 import json

@@ -19,7 +19,7 @@ def _run(argv, capsys):
 def test_fig1_values_and_files(tmp_path):
     summary = accounting_figures.fig1(tmp_path, quick=True)
     left = summary["panels"]["left"]["epsilon_at_1e-5"]
-    assert left["thm_3_1"] == pytest.approx(0.8109, abs=1e-4)  # spec §11.B.1
+    assert left["thm_3_1"] == pytest.approx(0.8109, abs=1e-4)  # reference value
     assert left["rdp_improved"] == pytest.approx(0.8787, abs=1e-4)
     for name in ("fig1.png", "fig1.json", "fig1_left.csv", "fig1_right.csv"):
         assert (tmp_path / name).stat().st_size > 0

@@ -1,4 +1,4 @@
-"""Hardening of the seed 002 (DP-SCO) and seed 003 (DP-MBCD) entry points.
+"""Hardening of the DP-SCO (Su, Zhao & Wang) and DP-MBCD (Chen & Liu) entry points.
 
 Same contract as test_inputs.py: every input case either gets a ValueError/TypeError
 with a message, or a release that is finite, spends at most its budget, and came from

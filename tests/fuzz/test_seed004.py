@@ -1,4 +1,4 @@
-"""Hardening of seed 004's entry points: counting queries and private posterior sampling.
+"""Hardening of the entry points from Ganesh's thesis: counting queries, posterior sampling.
 
 Same contract as test_inputs.py. ``report_cases`` gives the same cases, one call each, to
 benchmarks/fuzz_report.py.

@@ -1,4 +1,4 @@
-"""The Figure 4.1 design (seed 004 §4.5) and the quick reproduction."""
+"""The Figure 4.1 design (Ganesh's thesis, EECS-2022-53, §4.5) and the quick reproduction."""
 
 import csv
 import json
@@ -18,7 +18,7 @@ def test_design_is_the_stated_one_and_population_mse_is_exact():
     assert np.all(np.asarray(X[:, k // 5 :].sum(axis=1)).ravel() == pytest.approx(4.0))
     assert set(np.unique(X.data)) == {0.05}
     w = np.concatenate([np.full(k // 5, 0.5), np.full(k - k // 5, -0.25)])
-    np.testing.assert_allclose(X @ w, 0.0, atol=1e-12)  # X^T X is exactly singular (spec §4.7)
+    np.testing.assert_allclose(X @ w, 0.0, atol=1e-12)  # X^T X is exactly singular
     theta = theta_star + 0.3 * rng.standard_normal(k)
     mc = np.mean((y - X @ theta) ** 2)
     assert population_mse(theta, theta_star)[0] == pytest.approx(mc, rel=0.02)

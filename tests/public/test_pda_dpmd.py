@@ -1,4 +1,4 @@
-"""PDA-DPMD (Algorithm 1, seed 004 ch. 4): accounting, mirror steps, and DP-GD as a special case."""
+"""PDA-DPMD (Ganesh's thesis, Alg. 1, ch. 4): accounting, mirror steps, DP-GD as a special case."""
 
 import math
 
@@ -45,7 +45,7 @@ def test_thesis_sigma_oracle_o20():
     assert thesis_delta(8.0, 1e-5) == pytest.approx(1.018e-5, rel=1e-3)  # fails at eps = 8
     z8 = thesis_noise_multiplier(8.0, 1e-5, 30)
     eps8 = PrivacyAccountant("pld").compose(pda_event(z8, 30, "replace_one")).get_epsilon(1e-5)
-    assert eps8 > 8.0  # the printed sigma is short at large epsilon (spec §4.4)
+    assert eps8 > 8.0  # the printed sigma is short at large epsilon (thesis §4.4)
 
 
 def test_noise_stability_theorem_81_o21():

@@ -1,4 +1,4 @@
-"""Calibration of sigma, choice of p, comparison with Gaussian (spec §2.6, O-1, O-8, O-11)."""
+"""Calibration of sigma, choice of p, comparison with Gaussian (Ganesh's thesis, ch. 2)."""
 
 import math
 
@@ -81,7 +81,7 @@ def test_thesis_constant_is_very_loose_o11():
 
 def test_choose_p_beats_the_gaussian_beyond_1e3_queries():
     best, tried = choose_p(10_000, 1.0, 1e-6)
-    assert best.p == 4.0  # spec §2.6: p = 4 is best at k = 1e4 among the candidates
+    assert best.p == 4.0  # p = 4 is best at k = 1e4 among the candidates
     assert all(best.expected_max_error <= t.expected_max_error for t in tried)
     gauss = counting_summary(10_000, 1.0, 1e-6, p=2.0)
     assert gauss["ratio"] == pytest.approx(1.0, abs=1e-3)  # p = 2 is the Gaussian

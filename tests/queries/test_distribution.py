@@ -1,4 +1,4 @@
-"""GG_p(sigma) facts vs scipy, closed forms and Monte Carlo (spec ganesh-thesis §2.2, O-2..O-4)."""
+"""GG_p(sigma) facts (Ganesh's thesis, Def. 19) vs scipy, closed forms and Monte Carlo."""
 
 import math
 

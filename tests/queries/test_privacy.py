@@ -1,8 +1,8 @@
-"""Exact accounting of the GG mechanism against independent computations (spec §2.4, O-1, O-7, O-9).
+"""Exact accounting of the GG mechanism (Ganesh's thesis) against independent computations.
 
 References: the analytic Gaussian (p = 2), a characteristic-function + FFT
-inversion of the density of the total loss (the digest's method, written out
-here independently of the PLD code), Monte Carlo of the privacy loss, closed
+inversion of the density of the total loss (written out here independently of the
+PLD code), Monte Carlo of the privacy loss, closed
 forms for Laplace (p = 1), and dp_accounting's own Connect-the-Dots.
 """
 
@@ -51,7 +51,7 @@ def cf_fft_delta(p, sigma, k, eps, h=0.005, nx=20001):
     "k,sigma", [(1, 3.0), (100, 59.746), (10_000, 597.46), (1_000_000, 5974.6)]
 )
 def test_p2_reproduces_the_analytic_gaussian(k, sigma):
-    # GG_2(sigma) = N(0, sigma^2/2); shift (1,...,1) has l2 norm sqrt k (spec O-1)
+    # GG_2(sigma) = N(0, sigma^2/2); shift (1,...,1) has l2 norm sqrt k
     for eps in (0.5, 1.0, 2.0):
         exact = gaussian_delta(eps, math.sqrt(k), sigma / math.sqrt(2))
         ours = gg_delta(eps, 2.0, sigma, k)
@@ -162,8 +162,8 @@ def test_accountants_price_the_event_and_compose_it():
     event = GeneralizedGaussianDpEvent(4.0, 89.3163, 100)
     pld = PrivacyAccountant("pld").compose(event).get_epsilon(1e-6)
     rdp = PrivacyAccountant("rdp").compose(event).get_epsilon(1e-6)
-    assert 1.0 <= pld < 1.0 + 2e-4  # sigma is exactly (1, 1e-6) (spec O-7)
-    assert pld < rdp < 1.4  # RDP costs ~10-30% (spec §2.4)
+    assert 1.0 <= pld < 1.0 + 2e-4  # sigma is exactly (1, 1e-6)
+    assert pld < rdp < 1.4  # RDP costs ~10-30%
     # two runs on k coordinates = one run on 2k coordinates (independent coordinates)
     two = PrivacyAccountant("pld").compose(event, 2).get_epsilon(1e-6)
     double = PrivacyAccountant("pld").compose(GeneralizedGaussianDpEvent(4.0, 89.3163, 200))

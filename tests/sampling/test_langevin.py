@@ -1,4 +1,4 @@
-"""Langevin samplers on Gaussian targets against closed forms (spec O-12, O-13, O-17, O-18)."""
+"""Langevin samplers (Ganesh's thesis, EECS-2022-53, ch. 3) on Gaussian targets vs closed forms."""
 
 import math
 

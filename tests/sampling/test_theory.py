@@ -2,7 +2,7 @@
 
 The convergence terms of Thm 42 (Lemmas 53-59) and the discretization term are
 checked on Gaussian targets, where every law is Gaussian and every Renyi
-divergence has a closed form (spec ganesh-thesis §1.3, O-13..O-16, O-19).
+divergence has a closed form (Ganesh's thesis, EECS-2022-53, ch. 3).
 """
 
 import math
@@ -121,7 +121,7 @@ def test_discrete_vs_continuous_gaussian_below_thm52():
     )
     cont = 1 / lam + (1 - 1 / lam) * np.exp(-2 * lam * tau)
     exact = max(renyi_gauss(4.0, disc, cont), renyi_gauss(4.0, cont, disc))
-    assert exact < 1e-3  # ~eta^2 for Gaussian targets (spec O-14)
+    assert exact < 1e-3  # ~eta^2 for Gaussian targets
     assert thm52_renyi(4.0, tau, 1e-12, 10, 4.0) > exact
 
 

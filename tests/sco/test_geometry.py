@@ -1,4 +1,4 @@
-"""Geometry oracles of spec/dp-sco.md §7.1 item 8 and §7.2 item 10 (seed 002 Def. 3, Alg. 3/4/7)."""
+"""Geometry of Su, Zhao & Wang (arXiv 2303.18047), Def. 3, Alg. 3/4/7: constants, mirror steps."""
 
 import math
 
@@ -23,7 +23,7 @@ from dpconvex.sco import (
     [(1.5, 100, 2.0, 3.0), (1.1, 1000, 10.0, 11.0)],
 )
 def test_kappa_when_r_equals_q(p, d, kappa, r):
-    reg = lp_regularity(p, d)  # spec §7.1 item 8
+    reg = lp_regularity(p, d)
     assert reg.q == pytest.approx(r)
     assert reg.r == pytest.approx(r)
     assert reg.kappa == pytest.approx(kappa)
@@ -32,7 +32,7 @@ def test_kappa_when_r_equals_q(p, d, kappa, r):
 
 
 def test_kappa_small_p_matches_digest_values():
-    reg = lp_regularity(1.05, 100)  # spec §7.1 item 8, last two bullets
+    reg = lp_regularity(1.05, 100)  # r = 2 ln d + 1 < q: kappa_safe > kappa_paper
     assert reg.kappa_paper == pytest.approx(9.2103, abs=1e-4)
     assert reg.q == pytest.approx(21.0)
     assert reg.r == pytest.approx(10.2103, abs=1e-4)
@@ -84,7 +84,7 @@ def test_gradient_matches_finite_differences_and_large_index_is_finite():
 
 @pytest.mark.parametrize(("p", "d"), [(1.8, 200), (1.5, 30), (1.05, 100), (1.2, 1000)])
 def test_mirror_map_is_1_strongly_convex_in_lp(p, d):
-    """D_Phi(y, x) >= ||y - x||_p^2 / 2 pointwise (spec §7.2 item 10), random and hard pairs."""
+    """D_Phi(y, x) >= ||y - x||_p^2 / 2 pointwise, random and hard pairs."""
     reg = lp_regularity(p, d)
     phi = mirror_map(reg)
     rng = np.random.default_rng(3)
@@ -98,7 +98,7 @@ def test_mirror_map_is_1_strongly_convex_in_lp(p, d):
 
 def test_paper_literal_index_is_not_strongly_convex():
     """The printed map (kappa/2)||x||_s^2 with s = kappa/(kappa-1) = 5 at p = 1.8 fails the
-    same test (spec §6.4 D4 reports a ratio of 0.029 at d = 200)."""
+    same test (a ratio of 0.029 at d = 200)."""
     p, d = 1.8, 200
     kappa = 1 / (p - 1)
     s = kappa / (kappa - 1)
@@ -113,7 +113,7 @@ def test_paper_literal_index_is_not_strongly_convex():
 
 @pytest.mark.parametrize("p", [1.3, 1.7, 2.0])
 def test_regularized_step_matches_generic_solver(p):
-    """Closed-form step of Alg. 3 eq. (1) vs BFGS (spec §7.2 item 10)."""
+    """Closed-form step of Alg. 3 eq. (1) vs BFGS."""
     d = 6
     phi = mirror_map(lp_regularity(p, d))
     rng = np.random.default_rng(5)
@@ -127,13 +127,13 @@ def test_regularized_step_matches_generic_solver(p):
     step = regularized_mirror_step(phi, w, c, beta, alpha)
     assert np.allclose(step, ref, atol=1e-6)
     assert objective(step) <= objective(ref) + 1e-12
-    if p == 2.0:  # spec §7.4 item 21: a plain regularized gradient step
+    if p == 2.0:  # a plain regularized gradient step
         assert np.allclose(step, (beta * w - c) / (alpha + beta), atol=1e-14)
 
 
 @pytest.mark.parametrize("scale", [0.3, 5.0])
 def test_ball_step_matches_slsqp(scale):
-    """Constrained mirror step of Algs 4/7 on {||w||_s <= R} vs SLSQP (spec §2.5)."""
+    """Constrained mirror step of Algs 4/7 on {||w||_s <= R} vs SLSQP."""
     d, p, R = 5, 1.5, 1.0
     phi = mirror_map(lp_regularity(p, d))
     rng = np.random.default_rng(6)

@@ -1,6 +1,6 @@
-"""Algorithms 4 and 7 of seed 002 (heavy-tailed gradients) and the DP-SGD baseline.
+"""Algorithms 4 and 7 of Su, Zhao & Wang (heavy-tailed gradients) and the DP-SGD baseline.
 
-spec/dp-sco.md §3.6-3.7 and §7.1 item 7, §7.3 item 19, §7.4 item 22.
+Su, Zhao & Wang (arXiv 2303.18047), §5.2 and Appendix B.6.
 """
 
 import math
@@ -142,7 +142,7 @@ def test_alg4_range_and_refusal():
 
 def test_alg4_paper_recipe_identities_and_accountant():
     """delta/2 + (e^eps + 1)(1 + e^-eps0/2) n delta0 = delta; shuffle bound <= eps;
-    sigma^2 = 8 kappa (beta M + lam)^2 log(1/delta0) / eps0^2 (spec §3.6)."""
+    sigma^2 = 8 kappa (beta M + lam)^2 log(1/delta0) / eps0^2 (the proof's recipe made explicit)."""
     n, eps = 20000, 0.04
     X, y = _data(n, seed=5)
     kw = dict(p=1.5, radius=1.0, epsilon=eps, delta=DELTA, row_bound=1.0, random_state=0)

@@ -1,4 +1,4 @@
-"""Algorithms 3 and 6 of seed 002 (unconstrained l_p): spec/dp-sco.md §7.1, §7.3-7.4."""
+"""Algorithms 3 and 6 of Su, Zhao & Wang (arXiv 2303.18047): unconstrained l_p."""
 
 import math
 

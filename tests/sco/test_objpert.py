@@ -1,4 +1,4 @@
-"""Algorithms 1-2 of seed 002 (approximate objective perturbation): spec/dp-sco.md §7.1-7.3."""
+"""Algorithms 1-2 of Su, Zhao & Wang (arXiv 2303.18047): approximate objective perturbation."""
 
 import math
 

@@ -1,4 +1,4 @@
-"""Privacy of seed 002's building blocks, each against an independent computation.
+"""Privacy of the building blocks of Su, Zhao & Wang (arXiv 2303.18047), each checked independently.
 
 * the envelope pair of a set of (eps, delta) guarantees vs the closed-form worst-case pair
   and the Kairouz-Oh-Viswanath optimal composition formula;
@@ -165,7 +165,7 @@ def test_lemma5_event_identities():
 @pytest.mark.parametrize("eps", [0.05, 0.3, 0.9])
 def test_lemma5_noise_is_at_least_kifer_et_al(eps, delta):
     """Alg. 5's sigma^2 = 32 L^2 log(1/delta)/eps^2 with lam = r beta/(2 eps n) (r = 2) meets
-    Kifer et al.'s objective-perturbation theorem as implemented for seed 000 (Thm 2.8), in
+    Kifer et al.'s objective-perturbation theorem as implemented from Redberg et al. (Thm 2.8), in
     that paper's scaling (objective n L^ + (Lambda/2)||w||^2 + <b, w>, Lambda = 2 n lam)."""
     L, beta, n = 1.5, 0.25, 1000
     sigma = math.sqrt(32 * L**2 * math.log(1 / delta)) / eps
@@ -176,7 +176,7 @@ def test_lemma5_noise_is_at_least_kifer_et_al(eps, delta):
 def test_shuffle_bound_asymptotics_and_validity():
     n, delta = 10**6, 1e-6
     for e0 in (1e-3, 1e-2):
-        # eps ~ 4 eps0 sqrt(log(4/delta)/n) as eps0 -> 0 and n -> inf (FMT21; spec §3.6)
+        # eps ~ 4 eps0 sqrt(log(4/delta)/n) as eps0 -> 0 and n -> inf (FMT21)
         big = 10**10
         approx = 4 * e0 * math.sqrt(math.log(4 / delta) / big)
         assert shuffle_epsilon(big, e0, delta) == pytest.approx(approx, rel=0.01)

@@ -1,4 +1,4 @@
-"""Projections, Gaussian widths and the certified solver (spec/dp-sco.md §1.5, §2.6-2.7, §7)."""
+"""Projections, Gaussian widths and the certified solver of Su, Zhao & Wang's Algorithms 1-2."""
 
 import math
 
@@ -78,7 +78,7 @@ def test_projection_properties(C):
     [(10, 1.88, 1.54, 3.08), (100, 2.75, 2.51, 9.97), (1000, 3.42, 3.24, 31.6)],
 )
 def test_gaussian_widths_match_digest_and_monte_carlo(d, l1, simplex, l2):
-    """spec §1.5 reference values (Monte Carlo, +-1%) and an independent Monte Carlo here."""
+    """Reference values (Monte Carlo, +-1%) and an independent Monte Carlo here."""
     assert L1Ball(d).gaussian_width() == pytest.approx(l1, rel=0.015)
     assert Simplex(d).gaussian_width() == pytest.approx(simplex, rel=0.015)
     assert L2Ball(d).gaussian_width() == pytest.approx(l2, rel=0.015)
@@ -86,7 +86,7 @@ def test_gaussian_widths_match_digest_and_monte_carlo(d, l1, simplex, l2):
     for C in (L1Ball(d), Simplex(d), L2Ball(d), Box(d)):
         mc = C.support(xi)
         assert C.gaussian_width() == pytest.approx(mc.mean(), abs=4 * mc.std() / 63)
-    assert L1Ball(d).gaussian_width() <= math.sqrt(2 * math.log(2 * d))  # spec §7.2 item 11
+    assert L1Ball(d).gaussian_width() <= math.sqrt(2 * math.log(2 * d))  # standard bound
     assert Simplex(d).gaussian_width() <= math.sqrt(2 * math.log(d))
     assert Box(d).gaussian_width() == pytest.approx(d * math.sqrt(2 / math.pi))
 

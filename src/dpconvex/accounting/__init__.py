@@ -1,6 +1,7 @@
 """Privacy accounting: data-free, randomness-free privacy math.
 
-Closed-form bounds of objective perturbation and AMP (seed 000), events that
+Closed-form bounds of objective perturbation and AMP (Redberg, Koskela & Wang,
+arXiv 2401.00583), events that
 describe mechanisms, accountants that compose them with dp_accounting's events
 (PLD or RDP), RDP-to-DP conversions, and safe-side calibration.
 """

@@ -235,8 +235,8 @@ def _relation_error(event: dp_event.DpEvent, relation) -> _CompositionError:
     return _CompositionError(
         invalid_event=event,
         error_message=(
-            f"{type(event).__name__} is analysed for add/remove neighbours only "
-            f"(seed 000, §2); found {relation}"
+            f"{type(event).__name__} is analysed for add/remove neighbours only; construct "
+            f"the accountant with NeighboringRelation.ADD_OR_REMOVE_ONE (found {relation})"
         ),
     )
 
@@ -244,7 +244,8 @@ def _relation_error(event: dp_event.DpEvent, relation) -> _CompositionError:
 class RdpAccountant(rdp_privacy_accountant.RdpAccountant):
     """dp_accounting's RDP accountant, extended with objective perturbation and AMP.
 
-    Objective perturbation is priced by seed 000 Thm 3.2, AMP by Thm 4.1.
+    Objective perturbation is priced by Redberg, Koskela & Wang (arXiv 2401.00583), Thm 3.2,
+    AMP by their Thm 4.1.
     """
 
     def __init__(self, orders=None, neighboring_relation: NeighboringRelation = _ADD_REMOVE):
@@ -364,7 +365,7 @@ class RdpAccountant(rdp_privacy_accountant.RdpAccountant):
         eps_hat = log(1 + 1/(lambda - 1)) as dp_accounting does. Thm 2 (truncated
         negative binomial) is an RDP-only statement and stays with dp_accounting.
         Only for our events: dp_accounting's own bases (e.g. honest DP-SGD) keep its
-        pricing, which reproduces the paper baselines (spec objpert.md §9.2) — the
+        pricing, which reproduces the DP-SGD baselines of Redberg et al. §5 — the
         same formula as dp_accounting's, with the conversion at every eps_hat computed
         at once (:func:`rdp_deltas`) instead of one order at a time.
         """
@@ -462,8 +463,9 @@ def base_delta_from_pld(event, epsilons, h: float = 1e-4) -> np.ndarray | None:
 class PLDAccountant(pld_privacy_accountant.PLDAccountant):
     """dp_accounting's PLD accountant extended with objective perturbation and AMP.
 
-    Objective perturbation enters through its dominating pair (seed 000, App. D.3),
-    AMP through that pair composed with its Gaussian output step (§D.3.1); both
+    Objective perturbation enters through its dominating pair (Redberg, Koskela & Wang,
+    arXiv 2401.00583, App. D.3), AMP through that pair composed with its Gaussian output
+    step (their §D.3.1); both
     also under Poisson subsampling (:func:`dpconvex.accounting.pld.poisson_subsample`).
     Discretization is pessimistic, so reported epsilons are upper bounds.
 

@@ -24,8 +24,8 @@ from .gaussian import gaussian_delta
 from .limits import LARGEST, bounded, check_count
 from .pld import SEARCH_GRID_POINTS, GridTooLargeError, grid_cap
 
-#: The paper's AMP settings for logistic loss on unit rows plus a bias (seed 000
-#: §5, spec/objpert.md §3): ||(x, 1)|| <= sqrt 2 so C = L = sqrt 2, beta = 1/4 * 2.
+#: The AMP settings of Redberg, Koskela & Wang (arXiv 2401.00583), §5, for logistic loss on
+#: unit rows plus a bias: ||(x, 1)|| <= sqrt 2 so C = L = sqrt 2, beta = 1/4 * 2.
 AMP_DEFAULTS = {
     "beta": 0.5,
     "lipschitz": math.sqrt(2.0),
@@ -43,7 +43,8 @@ SAFETY_MARGIN = 1.0 + 1e-9
 def gaussian_sigma(epsilon: float, delta: float, sensitivity: float = 1.0) -> float:
     """Smallest noise std making the Gaussian mechanism (epsilon, delta)-DP (analytic Gaussian).
 
-    Uses the exact profile of seed 000 eq. (B.1) (Balle & Wang 2018); the
+    Uses the exact profile of Redberg, Koskela & Wang (arXiv 2401.00583), eq. (B.1)
+    (Balle & Wang 2018); the
     returned sigma satisfies gaussian_delta(epsilon; sensitivity, sigma) <= delta, and
     carries a relative margin of 1e-9 so that numerical accountants (dp_accounting's
     PLD root finding, about 1e-12 off) never report more than ``epsilon`` for it.
@@ -388,7 +389,7 @@ def gaussian_noise_multiplier(
 ) -> float:
     """Smallest noise multiplier z for ``compositions`` Gaussian mechanisms to meet (eps, delta).
 
-    Unlike :func:`gaussian_sigma` (the exact analytic profile, seed 000 eq. B.1),
+    Unlike :func:`gaussian_sigma` (the exact analytic profile, Redberg et al., eq. B.1),
     this calibrates with the accountant that will report the privacy spent
     (PLD on the grid :func:`pld_grid` (epsilon), or RDP), so that report never
     exceeds the target. The analytic value brackets the search.
@@ -443,7 +444,7 @@ def amp_parameters(
     max_grid_steps: int = 2000,
     rtol: float = 1e-6,
 ) -> AmpCalibration:
-    """(sigma, lam) for Algorithm 1 by the rule of seed 000 §5 (spec/objpert.md §3).
+    """(sigma, lam) for Algorithm 1 by the rule of Redberg, Koskela & Wang (arXiv 2401.00583), §5.
 
     sigma_G = lipschitz * (analytic-Gaussian sigma for sensitivity 1); lam runs
     over the grid (2 beta / epsilon) * lam_growth^k, skipping lam <= beta, and the

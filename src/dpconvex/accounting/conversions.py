@@ -4,8 +4,8 @@ Two conversions, both valid for every order alpha > 1 so that minimizing over
 alpha (on a grid, or continuously for closed-form curves) is always safe:
 
 * ``"improved"`` — Balle et al. 2020, Thm 21 == Canonne, Kamath & Steinke 2020,
-  Prop. 12 (the conversion seed 000 uses "whenever approximate DP is needed";
-  spec/objpert.md §2.11):
+  Prop. 12 (the conversion Redberg, Koskela & Wang, arXiv 2401.00583, use "whenever
+  approximate DP is needed"):
   eps = rdp(alpha) + log((alpha - 1)/alpha) - (log delta + log alpha)/(alpha - 1),
   delta = exp((alpha - 1)(rdp(alpha) - eps + log(1 - 1/alpha))) / alpha.
 * ``"standard"`` — Mironov 2017, Prop. 3: eps = rdp(alpha) + log(1/delta)/(alpha - 1).

@@ -48,7 +48,8 @@ class ObjectivePerturbationDpEvent(DpEvent):
 
     The noise is b ~ N(0, sigma^2 I) and the release is the exact minimizer.
 
-    Priced by seed 000, Thm 3.1 / App. D.3 (PLD) and Thm 3.2 (RDP). Valid for GLM
+    Priced by Redberg, Koskela & Wang (arXiv 2401.00583), Thm 3.1 / App. D.3 (PLD) and
+    Thm 3.2 (RDP). Valid for GLM
     losses with f beta-smooth, per-example gradient norm <= ``lipschitz`` and
     ``lam > beta``; add/remove neighbours.
     """
@@ -64,12 +65,13 @@ class ObjectivePerturbationDpEvent(DpEvent):
 
 @attr.s(frozen=True, slots=True, auto_attribs=True)
 class AmpDpEvent(DpEvent):
-    """Algorithm 1 of seed 000 (AMP with gradient clipping): approximate minimizer + output noise.
+    """Algorithm 1 of Redberg, Koskela & Wang (arXiv 2401.00583): AMP with gradient clipping.
 
-    Objective perturbation (``sigma``, ``lam``, ``beta``, ``lipschitz`` = clip
-    threshold C) solved to ||grad L^P|| <= ``tau``, then N(0, sigma_out^2 I) added.
-    Priced by Thm 4.1 (RDP) and by the PLRV of objective perturbation summed with
-    the Gaussian PLRV of sensitivity 2 tau / lam (§D.3.1).
+    An approximate minimizer plus output noise: objective perturbation (``sigma``, ``lam``,
+    ``beta``, ``lipschitz`` = clip threshold C) solved to ||grad L^P|| <= ``tau``, then
+    N(0, sigma_out^2 I) added. Priced by the paper's Thm 4.1 (RDP) and by the PLRV of
+    objective perturbation summed with the Gaussian PLRV of sensitivity 2 tau / lam
+    (§D.3.1).
     """
 
     sigma: float = attr.ib(validator=_positive("sigma"))

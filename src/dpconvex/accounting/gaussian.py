@@ -2,7 +2,7 @@
 
 The Gaussian mechanism f(Z) + N(0, sigma^2 I) with l2-sensitivity ``sensitivity``
 is the reference point for every other bound in this package: Lemma 3.4 of
-seed 000 (``000_0c697d96b6e002f5.txt``) shows that objective perturbation can be
+Redberg, Koskela & Wang (arXiv 2401.00583) shows that objective perturbation can be
 no more private than it.
 """
 
@@ -27,7 +27,7 @@ def gaussian_delta(epsilon: ArrayLike, sensitivity: float, sigma: float) -> np.n
     """Exact privacy profile delta(epsilon) of the Gaussian mechanism.
 
     delta(eps) = Phi(-eps*sigma/D + D/(2 sigma)) - e^eps Phi(-eps*sigma/D - D/(2 sigma))
-    (seed 000, eq. (B.1); Balle & Wang 2018, Thm 8). It equals
+    (Redberg et al., eq. (B.1); Balle & Wang 2018, Thm 8). It equals
     E[1 - e^(eps - Y)]_+ with Y ~ N(D^2/2sigma^2, D^2/sigma^2), the privacy-loss
     random variable, and is therefore valid for every real epsilon, negative
     values included. Evaluated in log space so that tiny deltas keep their
@@ -48,7 +48,7 @@ def gaussian_delta(epsilon: ArrayLike, sensitivity: float, sigma: float) -> np.n
 
 
 def gaussian_rdp(alpha: ArrayLike, sensitivity: float, sigma: float) -> np.ndarray | float:
-    """RDP of the Gaussian mechanism: alpha * D^2 / (2 sigma^2) (seed 000, Thm B.1)."""
+    """RDP of the Gaussian mechanism: alpha * D^2 / (2 sigma^2) (Redberg et al., Thm B.1)."""
     r = _ratio(sensitivity, sigma)
     a = np.asarray(alpha, dtype=float)
     if (a < 1).any() or np.isnan(a).any():
@@ -61,7 +61,7 @@ def gaussian_rdp(alpha: ArrayLike, sensitivity: float, sigma: float) -> np.ndarr
 def gaussian_epsilon(delta: float, sensitivity: float, sigma: float) -> float:
     """Smallest epsilon >= 0 with gaussian_delta(epsilon) <= delta (safe side).
 
-    Inverse of :func:`gaussian_delta` (seed 000, eq. (B.1)), computed with
+    Inverse of :func:`gaussian_delta` (Redberg et al., eq. (B.1)), computed with
     :func:`dpconvex.accounting.calibration.smallest_epsilon`.
     """
     v.probability_open("delta", delta)

@@ -1,9 +1,9 @@
 """Privacy bounds of objective perturbation and AMP for generalized linear models.
 
-Source: Redberg, Koskela, Wang, "Improving the Privacy and Practicality of
-Objective Perturbation for Differentially Private Linear Learners" — seed
-``000_0c697d96b6e002f5.txt`` — with the corrections of
-``shared/spec/objpert.md`` §2 and §12.
+Source: Redberg, Koskela & Wang, "Improving the Privacy and Practicality of
+Objective Perturbation for Differentially Private Linear Learners" (NeurIPS 2023,
+arXiv 2401.00583), cited below as Redberg et al., with corrections of misprinted
+formulas noted where they are used (:func:`objpert_delta`, :class:`DominatingPair`).
 
 Setting (all functions): the loss is GLM, l(theta; z) = f(x^T theta; y), with
 f beta-smooth (``beta`` = sup f'' * R^2 for rows of norm <= R), per-example
@@ -63,7 +63,7 @@ def half_normal_log_mgf(t: ArrayLike, s: float) -> np.ndarray | float:
     """log E[exp(t|X|)] for X ~ N(0, s^2) and t >= 0: t^2 s^2 / 2 + log(2 Phi(t s)).
 
     The moment generating function of the half-normal that appears in Thm 3.2
-    of seed 000 (closed form of spec/objpert.md §2.6). ``log(2 Phi(x))`` is
+    of Redberg et al., in closed form. ``log(2 Phi(x))`` is
     computed as ``log1p(erf(x/sqrt 2))`` for moderate x (keeps relative
     precision as x -> 0) and as ``log 2 + log_ndtr(x)`` for large x.
     """
@@ -86,9 +86,12 @@ def half_normal_log_mgf(t: ArrayLike, s: float) -> np.ndarray | float:
 def objpert_delta(
     epsilon: ArrayLike, *, sigma: float, lam: float, beta: float, lipschitz: float
 ) -> np.ndarray | float:
-    """Privacy profile delta(epsilon) of objective perturbation (seed 000, Thm 3.1).
+    """Privacy profile delta(epsilon) of objective perturbation (Redberg et al., Thm 3.1).
 
-    Corrected form (spec/objpert.md §2.3, typos 1 and 2 of §12): with
+    Corrects two misprints in the statement of Thm 3.1 (its proof in App. D.2 has the
+    right forms): the printed eps_tilde and eps_hat add |log(1 - beta/lam)| where it
+    must be subtracted, and the second case prints H_{e^(L^2/sigma^2)} for
+    H_{e^(L^2/(2 sigma^2))}. With
     eps_hat = epsilon - c - s^2/2 and a = max(eps_hat, 0),
 
         delta(epsilon) = 2 Phi(-a/s) - 2 exp(eps_hat + s^2/2) Phi(-a/s - s),
@@ -116,7 +119,7 @@ def objpert_delta(
 def objpert_epsilon(
     delta: float, *, sigma: float, lam: float, beta: float, lipschitz: float
 ) -> float:
-    """Smallest epsilon >= 0 with objpert_delta(epsilon) <= delta (inverse of Thm 3.1, seed 000).
+    """Smallest epsilon >= 0 with objpert_delta(epsilon) <= delta (Redberg et al., Thm 3.1).
 
     Computed by the package's safe-side calibrator: the profile is checked to
     hold at the returned epsilon.
@@ -135,9 +138,10 @@ def objpert_epsilon(
 def objpert_rdp(
     alpha: ArrayLike, *, sigma: float, lam: float, beta: float, lipschitz: float
 ) -> np.ndarray | float:
-    """RDP curve of objective perturbation (seed 000, Thm 3.2), in closed form.
+    """RDP curve of objective perturbation (Redberg et al., Thm 3.2), in closed form.
 
-    For alpha > 1 (spec/objpert.md §2.6, checked against quadrature in the tests):
+    For alpha > 1 (the half-normal moment generating function of the theorem evaluated in
+    closed form, checked against quadrature in the tests):
 
         eps(alpha) = c + alpha s^2 / 2 + log(2 Phi((alpha - 1) s)) / (alpha - 1),
 
@@ -161,7 +165,7 @@ def objpert_rdp(
 
 
 def amp_output_sensitivity(tau: float, lam: float) -> float:
-    """l2-sensitivity 2*tau/lam of AMP's output step (seed 000, Thm 4.1 / F.1).
+    """l2-sensitivity 2*tau/lam of AMP's output step (Redberg et al., Thm 4.1 / F.1).
 
     lam-strong convexity and ||grad L^P(theta~)|| <= tau give
     ||theta~ - theta^P|| <= tau/lam for each of the two neighbouring datasets.
@@ -179,7 +183,7 @@ def amp_rdp(
     tau: float,
     sigma_out: float,
 ) -> np.ndarray | float:
-    """RDP of Algorithm 1 (AMP with gradient clipping at C = ``lipschitz``), seed 000 Thm 4.1.
+    """RDP of Algorithm 1 (AMP, gradient clipping at C = ``lipschitz``), Redberg et al. Thm 4.1.
 
     eps(alpha) = Thm 3.2 curve + alpha (2 tau / lam)^2 / (2 sigma_out^2): the adaptive
     composition of objective perturbation and a Gaussian mechanism of
@@ -205,11 +209,11 @@ def amp_rdp(
 def kifer_delta(
     epsilon: ArrayLike, *, sigma: float, lam: float, beta: float, lipschitz: float
 ) -> np.ndarray | float:
-    """delta(epsilon) implied by Kifer et al. 2012 (seed 000, Thm 2.8), for comparison only.
+    """delta(epsilon) implied by Kifer et al. 2012 (Redberg et al., Thm 2.8), for comparison only.
 
     Thm 2.8 gives (eps, delta)-DP when lam >= 2 beta/eps and
     sigma >= L sqrt(8 log(2/delta) + 4 eps)/eps. Solved for delta at fixed
-    (sigma, lam) (spec/objpert.md §2.2):
+    (sigma, lam):
     delta = min(1, 2 exp(-(eps^2 sigma^2 / L^2 - 4 eps) / 8)) when eps >= 2 beta/lam.
     Where the theorem gives no guarantee (eps < 2 beta/lam) the trivial value 1 is
     returned. (The proof of Thm 2.8 has the GLM gap of App. E; the bound is kept
@@ -228,7 +232,7 @@ def kifer_delta(
 def kifer_epsilon(
     delta: float, *, sigma: float, lam: float, beta: float, lipschitz: float
 ) -> float:
-    """Smallest epsilon for which Thm 2.8 of seed 000 (Kifer et al. 2012) certifies (eps, delta)-DP.
+    """Smallest epsilon that Kifer et al. 2012 (Redberg et al., Thm 2.8) certify as (eps, delta)-DP.
 
     Both conditions of the theorem, solved for epsilon:
     eps >= 2 beta/lam and sigma^2 eps^2 - 4 L^2 eps - 8 L^2 log(2/delta) >= 0.
@@ -252,7 +256,7 @@ def kifer_epsilon(
 def gaussian_lower_bound_delta(
     epsilon: ArrayLike, *, sigma: float, lipschitz: float, compositions: int = 1
 ) -> np.ndarray | float:
-    """Lower bound on the privacy profile of objective perturbation (seed 000, Lemma 3.4).
+    """Lower bound on the privacy profile of objective perturbation (Redberg et al., Lemma 3.4).
 
     The linear loss x^T theta with ||x|| = L makes objective perturbation a
     Gaussian mechanism of sensitivity L and noise sigma, for every lam and beta;
@@ -268,7 +272,7 @@ def gaussian_lower_bound_delta(
 def gaussian_lower_bound_epsilon(
     delta: float, *, sigma: float, lipschitz: float, compositions: int = 1
 ) -> float:
-    """Epsilon at ``delta`` of the Lemma 3.4 witness (seed 000): no valid bound can be lower."""
+    """Epsilon at ``delta`` of the witness of Redberg et al., Lemma 3.4: no valid bound is lower."""
     return smallest_epsilon(
         lambda e: gaussian_lower_bound_delta(
             e, sigma=sigma, lipschitz=lipschitz, compositions=compositions
@@ -284,11 +288,11 @@ def gaussian_lower_bound_epsilon(
 
 @dataclass(frozen=True)
 class DominatingPair:
-    """The dominating pair (P, Q) of objective perturbation (seed 000, App. D.3, Lemma D.6).
+    """The dominating pair (P, Q) of objective perturbation (Redberg et al., App. D.3, Lemma D.6).
 
     P is the half-normal |N(0, sigma^2)| on [0, inf). Q has density
     (1 - beta/lam) * 2 phi_sigma(x + L) on [0, inf) — the paper prints (t - L)^2,
-    corrected to (x + L)^2 (spec §12, typo 5) — plus an atom of mass
+    a misprint corrected here to (x + L)^2 — plus an atom of mass
     ``q_atom`` = 1 - 2 (1 - beta/lam) Phi(-L/sigma) placed where P has no mass.
     On x >= 0 the privacy loss is log P/Q = c + L^2/(2 sigma^2) + L x / sigma^2, so
     H_{e^eps}(P || Q) equals :func:`objpert_delta` for every real eps.

@@ -1,12 +1,13 @@
 """Privacy-loss distributions of our mechanisms, in dp_accounting's PLD format.
 
 A mechanism dominated by a pair (P, Q) is described by its privacy-loss random
-variable (PLRV) w = log P/Q under P (seed 000, Def. J.4 and Thm D.2):
+variable (PLRV) w = log P/Q under P (Redberg, Koskela & Wang, arXiv 2401.00583,
+Def. J.4 and Thm D.2; cited below as Redberg et al.):
 delta(eps) = E[1 - e^(eps - w)]_+. We discretize w *pessimistically* — the mass
 of every interval ((k-1)h, kh] is put at kh and the far right tail at +inf —
 which can only increase E[1 - e^(eps - w)]_+ for every eps, so the discrete
 distribution is itself a dominating pair. The result is handed to
-``dp_accounting.pld`` so that k-fold composition (seed 000 eq. D.11, Fig. 4),
+``dp_accounting.pld`` so that k-fold composition (Redberg et al., eq. D.11, Fig. 4),
 composition with dp_accounting's own mechanisms and Poisson subsampling all run
 in one PLD accountant. Compositions of our PLRVs (k-fold, and with the running
 PLD) are computed here by :func:`compose_counts`, whose every bin is a certified
@@ -133,7 +134,7 @@ def objpert_loss_pmf(
     h: float = 1e-4,
     tail_mass: float = DEFAULT_TAIL_MASS,
 ) -> LossPmf:
-    """PLRV of objective perturbation's dominating pair (seed 000, App. D.3, Lemma D.6).
+    """PLRV of objective perturbation's dominating pair (Redberg et al., App. D.3, Lemma D.6).
 
     w = c + s^2/2 + |N(0, s^2)| with s = L/sigma, c = -log(1 - beta/lam); its
     survival function is 2 Phi(-(l - c - s^2/2)/s).
@@ -150,7 +151,7 @@ def objpert_loss_pmf(
 def gaussian_loss_pmf(
     sensitivity: float, sigma: float, h: float = 1e-4, tail_mass: float = DEFAULT_TAIL_MASS
 ) -> LossPmf:
-    """PLRV of the Gaussian mechanism: N(mu, 2 mu) with mu = D^2/(2 sigma^2) (seed 000, App. B)."""
+    """PLRV of the Gaussian mechanism: N(mu, 2 mu), mu = D^2/(2 sigma^2) (Redberg et al. App. B)."""
     mu = v.positive("sensitivity", sensitivity) ** 2 / (2 * v.positive("sigma", sigma) ** 2)
     sd = math.sqrt(2 * mu)
     z = -float(ndtri(tail_mass / 2))
@@ -189,7 +190,7 @@ def poisson_subsample(pmf: LossPmf, q: float, add_pair: str = "thm11") -> tuple[
     ``pmf`` is the PLRV w = log P/Q under P of a pair (P, Q) that dominates the
     mechanism for all orders alpha > 0 in *both* directions: H_a(M(D) || M(D')) <=
     H_a(P || Q) for D' = D minus a record (remove) and for D' = D plus a record
-    (add). This is the contract of every PLRV priced here (ObjPert: seed 000,
+    (add). This is the contract of every PLRV priced here (ObjPert: Redberg et al.,
     App. D.3, whose proof bounds |PLRV|; AMP: that pair times the Gaussian pair,
     Thm D.1 applied in each direction; the ``PLD_RULES`` of the accountants).
     Q's mass at loss l is e^(-l) p; the rest of Q (where P = 0) is an atom at -inf.
@@ -217,7 +218,7 @@ def poisson_subsample(pmf: LossPmf, q: float, add_pair: str = "thm11") -> tuple[
     T of D, outputs B on D and (1-q)B + qA on D + x; by linearity of K that pair is
     K(P, (1-q)P + qQ), so H_a(B || (1-q)B + qA) <= H_a(P || (1-q)P + qQ) (data
     processing). Averaging over T (same law on both sides) and joint convexity of
-    H_a give the claim for every alpha, hence for adaptive composition (seed 000,
+    H_a give the claim for every alpha, hence for adaptive composition (Redberg et al.,
     Thm D.1). The (Q, P)-type pair in the remove direction would put Q's atom at
     loss +inf and is not offered. ``pmf`` is itself pessimistic (losses rounded up,
     which dominates the exact pair for every alpha), and l -> -log(1 - q + q e^(-l))
@@ -275,7 +276,7 @@ def amp_loss_pmf(
     sigma_out: float,
     h: float = 1e-4,
 ) -> LossPmf:
-    """PLRV of Algorithm 1 / AMP (seed 000, Thm 4.1 and §D.3.1).
+    """PLRV of Algorithm 1 / AMP (Redberg et al., Thm 4.1 and §D.3.1).
 
     Objective perturbation composed with the Gaussian output step of
     sensitivity 2*tau/lam and noise sigma_out: the sum of the two PLRVs.
@@ -525,16 +526,16 @@ def compose_counts(
 ) -> LossPmf:
     """PLRV of the composition of ``count`` copies of each ``pmf`` in ``parts`` (pairs).
 
-    The sum of independent PLRVs (seed 000, Thm D.1) is computed by FFT within an
+    The sum of independent PLRVs (Redberg et al., Thm D.1) is computed by FFT within an
     index window outside which at most ``tail_mass`` lies (Chernoff bound on the
     exact log-MGF; that mass is charged to +inf; ``tail_mass = 0`` keeps the full
     support). Floating-point FFT round-off is *not* negligible here: a relative
     error u in a Fourier coefficient becomes ~count*u after powering, and low
     frequencies spread it evenly over all bins, i.e. ~1e-18 per bin, which is
-    the whole mass of the far tail that sets delta at large epsilon (seed 004
-    case p = 4, k = 7102: delta was 0.04% too small). Hence every bin is the
-    minimum over several exponential tilts (Esscher transform; the tilted FFT is
-    accurate *relative* to the mass near its tilted mean) of certified upper
+    the whole mass of the far tail that sets delta at large epsilon (for the Generalized
+    Gaussian of Ganesh's thesis with p = 4, k = 7102, delta was 0.04% too small).
+    Hence every bin is the minimum over several exponential tilts (Esscher transform;
+    the tilted FFT is accurate *relative* to the mass near its tilted mean) of certified upper
     bounds (:func:`_tilted_upper`), so the result dominates the exact
     composition bin by bin and is pessimistic for every epsilon.
 

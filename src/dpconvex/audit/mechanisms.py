@@ -20,7 +20,9 @@ DELTA = 1e-5
 
 
 class LinearLoss(GLMLoss):
-    """f(u) = u: the loss of Lemma 3.4 (seed 000) that makes objective perturbation Gaussian.
+    """f(u) = u: the loss that makes objective perturbation Gaussian.
+
+    Redberg, Koskela & Wang (arXiv 2401.00583), Lemma 3.4.
 
     GLM with f'' = 0 and |f'| = 1, so it is in every beta-smooth class.
     """
@@ -44,7 +46,7 @@ class LinearLoss(GLMLoss):
         return np.full_like(kappa, -np.inf), np.where(kappa < 1, -np.inf, np.inf) + 0 * low
 
 
-# spec/objpert.md §11.A.10: the exact one-dimensional instance
+# an exact one-dimensional instance (density in closed form, below the Thm 3.1 bound)
 _Z = (np.array([[0.5], [-0.3], [0.8]]), np.array([1.0, -1.0, -1.0]))
 _Z_PLUS = (np.vstack([_Z[0], [[1.0]]]), np.append(_Z[1], 1.0))
 
@@ -71,7 +73,7 @@ def _amp_linear(fast: bool):
 
 
 def _amp_exact_instance(fast: bool):
-    """spec §11.A.10: logistic loss, Z = 3 points, Z' = Z plus (1.0, +1); sigma = lam = 1."""
+    """Logistic loss, Z = 3 points, Z' = Z plus (1.0, +1); sigma = lam = 1."""
     return _first_coordinate_audit(
         amp, "logistic", _Z_PLUS, _Z, lam=1.0, sigma=1.0, tau=1e-6, sigma_out=1e-3
     )
@@ -122,7 +124,7 @@ AUDITS: dict[str, Callable] = {
 
 
 def _register_other_seeds() -> None:
-    """Auditors of seeds 002, 003 and 004 live in their own modules; imported here."""
+    """Auditors of the DP-SCO, DP-MBCD and thesis mechanisms live in their own modules."""
     from .mechanisms_bcd import AUDITS_BCD
     from .mechanisms_ganesh import AUDITS_GANESH
     from .mechanisms_sco import AUDITS_SCO

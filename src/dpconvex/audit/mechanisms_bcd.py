@@ -1,10 +1,10 @@
-"""Auditor of DP-MBCD (seed 003) for :mod:`dpconvex.audit`: the library's own run, worst case.
+"""Auditor of DP-MBCD (Chen & Liu) for :mod:`dpconvex.audit`: the library's own run, worst case.
 
 Same shape as :data:`dpconvex.audit.mechanisms.AUDITS`: ``builder(fast) -> (run,
 claimed_epsilon, delta)``, where ``run(use_z, rng)`` executes :func:`dpconvex.bcd.dp_mbcd`
 once on Z (``use_z``) or on its add/remove neighbour Z' and returns a scalar that tends
 to be larger under Z, and the claimed epsilon is what the library's hidden-state
-accountant (seed 003, 003_1c2b40d10cb11eaa.txt, Thm 4.6) reports for that run's event.
+accountant (Chen & Liu, arXiv 2407.08233, Thm 4.6) reports for that run's event.
 """
 
 from __future__ import annotations

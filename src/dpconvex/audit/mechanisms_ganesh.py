@@ -1,4 +1,4 @@
-"""Auditors for the mechanisms of seed 004 (Ganesh's thesis): GG noise, Langevin, PDA-DPMD.
+"""Auditors for the mechanisms of Ganesh's thesis (EECS-2022-53): GG noise, Langevin, PDA-DPMD.
 
 Same contract as :data:`dpconvex.audit.mechanisms.AUDITS`: each builder
 ``builder(fast) -> (run, claimed_epsilon, delta)``; ``run(use_z, rng)`` executes the
@@ -9,7 +9,7 @@ event at ``delta`` = 1e-5.
 
 * ``generalized-gaussian`` — :func:`dpconvex.queries.gg_release` (the noise step of
   :func:`~dpconvex.queries.gg_mechanism`) on answers 0 vs 1 in every coordinate, the
-  worst l_inf-neighbours (seed 004, §2.5; spec ganesh-thesis §2.4). Statistic: the
+  worst l_inf-neighbours (thesis §2.5). Statistic: the
   exact log-likelihood ratio sum_i (|y_i - 1|^p - |y_i|^p) / sigma^p, i.e. the
   privacy loss itself (the most powerful test).
 * ``langevin`` — :func:`dpconvex.sampling.posterior_sample` (composition accounting)
@@ -18,7 +18,7 @@ event at ``delta`` = 1e-5.
   (the worst case of the per-step Gaussian accounting). n = 1 in both (n is public).
   The final state is Gaussian with a mean shift; statistic: -theta (likelihood-ratio
   order). Only the last iterate is released, so the audit is loose by design.
-* ``pda-dpmd`` — :func:`dpconvex.public.pda_dpmd` (Algorithm 1, seed 004 §4.4) with a
+* ``pda-dpmd`` — :func:`dpconvex.public.pda_dpmd` (Algorithm 1, thesis §4.4) with a
   public quadratic mirror map, squared loss, private rows all 0 except the canary
   (x = 1, y = -1e6: its gradient is clipped to norm L at every step) in Z and a zero
   row in Z' (same n; the sums of clipped gradients differ by exactly L, the

@@ -1,7 +1,7 @@
-"""Auditor of DP-SCO (seed 002) for :mod:`dpconvex.audit`: Algorithm 1 on a worst-case pair.
+"""Auditor of DP-SCO (Su, Zhao & Wang) for :mod:`dpconvex.audit`: Algorithm 1, worst-case pair.
 
 Same shape as :data:`dpconvex.audit.mechanisms.AUDITS`: ``builder(fast) -> (run,
-claimed_epsilon, delta)``. Seed 002 (``002_86f3f2e03b6ee391.txt``) uses replace-one
+claimed_epsilon, delta)``. Su, Zhao & Wang (arXiv 2303.18047) use replace-one
 neighbours, so Z and Z' have the same size and differ in one row.
 """
 
@@ -18,7 +18,7 @@ DELTA = 1e-5
 
 
 def _sco_objpert(fast: bool):
-    """App-ObjP (seed 002 Alg. 1, Thm 1) with the linear loss f(u) = u in one dimension.
+    """App-ObjP (Su et al., Alg. 1, Thm 1) with the linear loss f(u) = u in one dimension.
 
     Z = (1, 1, 1, -1), Z' replaces the first row by -1: the empirical gradient moves by
     2/n, the largest change a unit-norm row can make. With the linear loss the minimizer of

@@ -1,4 +1,4 @@
-"""Hidden-state DP mini-batch block coordinate descent (seed 003, 003_1c2b40d10cb11eaa.txt).
+"""Hidden-state DP mini-batch block coordinate descent (Chen & Liu, arXiv 2407.08233).
 
 * :func:`dp_mbcd` — Algorithm 1 for problems with released and hidden blocks,
   returning a :class:`~dpconvex.mechanisms.release.Release` priced by the

@@ -1,6 +1,6 @@
 """Secret, fixed mini-batches for DP-MBCD under add/remove neighbours.
 
-Seed 003 (Cor. 4.5, Thm 4.6) cycles a fixed disjoint partition every epoch and
+Chen & Liu (arXiv 2407.08233, Cor. 4.5, Thm 4.6) cycle a fixed disjoint partition every epoch and
 needs the differing example i0 at one uniformly random position j0, with every
 other example in the same batch in both runs. A random permutation cut into equal
 batches cannot give that for add/remove neighbours (removing a row shifts every

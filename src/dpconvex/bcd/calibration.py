@@ -6,9 +6,9 @@ calibrator :func:`dpconvex.accounting.calibrate`: the epsilon reported for a
 calibrated schedule never exceeds the target.
 
 The hidden-state curve is nearly linear in alpha with a tiny slope when the noise
-is large, so its best order can be far above the library's default grid (digest
-§1.5, §3.8: alpha* ~ sqrt(log(1/delta) / slope)); :data:`MBCD_ORDERS` reaches 1e6.
-Every order gives a valid bound, so a wider grid is only tighter.
+is large, so its best order can be far above the library's default grid
+(alpha* ~ sqrt(log(1/delta) / slope) for the standard RDP-to-DP conversion);
+:data:`MBCD_ORDERS` reaches 1e6. Every order gives a valid bound, so a wider grid is only tighter.
 """
 
 from __future__ import annotations

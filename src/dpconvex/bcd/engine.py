@@ -1,4 +1,4 @@
-"""Algorithm 1 of seed 003 (003_1c2b40d10cb11eaa.txt, DP-MBCD), with both accountants.
+"""Algorithm 1 (DP-MBCD) of Chen & Liu (arXiv 2407.08233), with both accountants.
 
 A problem (:class:`MbcdProblem`) holds released blocks (published at the end) and,
 optionally, hidden blocks (per-example auxiliary variables, never published). For
@@ -10,9 +10,9 @@ noisy proximal step of eq. (6),
 
 with g_B the sum of the per-example gradients, each clipped to norm C, divided by the
 batch capacity b (so Assumption 4.4 holds with S_g = C for add/remove neighbours;
-the paper's algorithms do not enforce it, digest §3.12.2). The step is
+the paper's Algorithms 3 and 4 do not enforce it). The step is
 Hessian-normalized with a *certified* curvature bound beta of the block,
-eta = min(step_size, kappa / beta) (the role of kappa in seed 003, eq. 6 and
+eta = min(step_size, kappa / beta) (the role of kappa in Chen & Liu, eq. 6 and
 Lemma 4.1); the paper's batch-Hessian normalization is not used, because a step
 size computed from the batch changes with the differing example and breaks the
 sensitivity bound. Blocks marked ``implicit`` take the certified proximal-point
@@ -22,7 +22,7 @@ step of :func:`dpconvex.bcd.steps.implicit_least_squares_step` instead (the
 Accountants (both always computed, so they can be printed side by side):
 
 * composition (every iterate of every released block released) — always sound;
-* hidden state (seed 003, Thm 4.6) — only for runs in which it is sound: one
+* hidden state (Chen & Liu, Thm 4.6) — only for runs in which it is sound: one
   released block, no hidden blocks, a certified convex and beta-smooth clipped
   loss, and a contraction from a ridge term (L_F < 1) or a ridge prox (L_T < 1).
   With two data-dependent blocks the map of one depends on the other, whose law
@@ -112,7 +112,7 @@ class BlockSpec:
 
 
 class MbcdProblem(ABC):
-    """What :func:`dp_mbcd` needs from a multi-convex problem (seed 003, eq. 1).
+    """What :func:`dp_mbcd` needs from a multi-convex problem (Chen & Liu, eq. 1).
 
     Contract (privacy depends on it): :meth:`init` does not look at the data (and,
     for the hidden-state accountant, is deterministic: a point-mass start);
@@ -169,8 +169,8 @@ def hidden_state_conditions(problem: MbcdProblem, step_size: float, kappa: float
         raise HiddenStateUnsoundError(
             f"hidden-state accounting refused: {len(blocks)} released blocks are coupled; "
             "each block's update depends on the others, whose laws differ between "
-            "neighbouring datasets, so seed 003 Cor. 4.5 case 1 does not apply and the "
-            "per-block sum of Thm 4.6 is not a bound (digest §3.12.3; counterexample in "
+            "neighbouring datasets, so case 1 of Chen & Liu's Cor. 4.5 does not apply and "
+            "the per-block sum of their Thm 4.6 is not a bound (counterexample in "
             "docs/mbcd.md); " + COMPOSITION_HINT
         )
     if problem.has_hidden_blocks:
@@ -201,7 +201,7 @@ def hidden_state_conditions(problem: MbcdProblem, step_size: float, kappa: float
     if grad_l * prox_l >= 1.0:
         raise HiddenStateUnsoundError(
             f"hidden-state accounting refused: block {block.name!r} is only convex "
-            f"(L_F * L_T = {grad_l * prox_l:.6g}); seed 003's contraction below 1 "
+            f"(L_F * L_T = {grad_l * prox_l:.6g}); Chen & Liu's contraction below 1 "
             "(Lemmas 4.1, B.1) needs strong convexity (ridge > 0) or a ridge term in the "
             "prox (Prox(ridge > 0)); " + COMPOSITION_HINT
         )
@@ -211,7 +211,7 @@ def hidden_state_conditions(problem: MbcdProblem, step_size: float, kappa: float
 def _check_point_mass_init(problem: MbcdProblem) -> None:
     """Refuse a random initialization under the hidden-state accountant.
 
-    Lemma C.3 of seed 003 (003_1c2b40d10cb11eaa.txt) starts the LSI recursion at a
+    Lemma C.3 of Chen & Liu starts the LSI recursion at a
     point mass (1/c_0 = 0); a random start has a finite LSI constant, which weakens
     every later contraction of Thm 4.6. Checked by drawing the (data-independent)
     initialization from two different generators.
@@ -223,7 +223,7 @@ def _check_point_mass_init(problem: MbcdProblem) -> None:
     )
     if not same:
         raise HiddenStateUnsoundError(
-            "hidden-state accounting refused: the initialization is random, but seed 003 "
+            "hidden-state accounting refused: the initialization is random, but Chen & Liu's "
             "Lemma C.3 / Thm 4.6 assume a deterministic start (point mass, 1/c_0 = 0); "
             "make init() deterministic or " + COMPOSITION_HINT
         )
@@ -286,7 +286,7 @@ def dp_mbcd(
     random_state=None,
     progress: bool = False,
 ) -> Release:
-    """Run DP-MBCD (seed 003, Algorithm 1) and return the released blocks with their event.
+    """Run DP-MBCD (Chen & Liu, Algorithm 1) and return the released blocks with their event.
 
     Args:
         problem: the multi-convex problem (data, blocks, hidden-block updates).
@@ -414,7 +414,7 @@ def mbcd(
     random_state=None,
     progress: bool = False,
 ) -> dict[str, np.ndarray]:
-    """Non-private MBCD (seed 003, Algorithm 2; the epsilon = inf baseline).
+    """Non-private MBCD (Chen & Liu, Algorithm 2; the epsilon = inf baseline).
 
     The loop of :func:`dp_mbcd` without clipping and without noise, on the same kind
     of fixed batches; returns the blocks (not a private release).

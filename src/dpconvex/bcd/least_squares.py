@@ -4,7 +4,7 @@ Per-example loss (1/2)||W x_i - t_i||^2 with rows clipped to ||x_i|| <= row_boun
 (a per-row map, free of privacy cost). After per-example clipping each loss is a
 Huber-ized least-squares loss, convex and row_bound^2-smooth, so with a ridge term
 (``ridge`` in the objective or ``Prox(ridge=...)``) the step is a contraction and
-seed 003 Thm 4.6 applies (see :func:`dpconvex.bcd.hidden_state_conditions`).
+Thm 4.6 of Chen & Liu (arXiv 2407.08233) applies (see :func:`dpconvex.bcd.hidden_state_conditions`).
 """
 
 from __future__ import annotations

@@ -1,4 +1,6 @@
-"""DP-SGD for a small ReLU MLP in numpy: the baseline of seed 003's network experiments.
+"""DP-SGD for a small ReLU MLP in numpy: the baseline of Chen & Liu's network experiments.
+
+Source of the experiments: Chen & Liu, arXiv 2407.08233, App. D.1.2.
 
 Same architecture and squared loss as :class:`~dpconvex.bcd.network.LiftedMlpProblem`
 (no biases, input rows normalized to unit norm), trained by backpropagation.

@@ -1,4 +1,4 @@
-"""Multi-convex ReLU network for DP-MBCD (003_1c2b40d10cb11eaa.txt, Algorithm 4 + variant).
+"""Multi-convex ReLU network for DP-MBCD (Chen & Liu, arXiv 2407.08233, Algorithm 4 + variant).
 
 Feed-forward ReLU network with squared loss, lifted as in eq. (4) with gamma = 1:
 
@@ -10,7 +10,7 @@ kept across epochs (per-example state: it depends only on that example and on th
 released weights): post-activations x_1 .. x_D and pre-activations u_0 .. u_{D-1};
 x_0 is the input row, normalized to unit norm. For each batch, in the paper's order:
 
-1. x-update, eq. (11) with the digest's corrections (d = 1..D-1; the exact
+1. x-update, eq. (11) with its printed range corrected (d = 1..D-1; the exact
    minimizer for x_D, which the paper's "Prox" form ignores W_D for):
    x_d = (W_d^T W_d + I)^-1 (W_d^T u_d + relu(u_{d-1})),
    x_D = (W_D^T W_D + gamma I)^-1 (W_D^T y + gamma relu(u_{D-1}));
@@ -23,7 +23,7 @@ x_0 is the input row, normalized to unit norm. For each batch, in the paper's or
    ``implicit=True``, the certified proximal-point step that corrects the paper's
    "variant" (eqs. 15-18; :func:`dpconvex.bcd.steps.implicit_least_squares_step`,
    noise added after the step). Per-example clipping to C enforces Assumption 4.4,
-   which the paper's Lemma B.1 confuses with smoothness (digest §2.5).
+   which the paper's Lemma B.1 confuses with smoothness.
 
 The hidden blocks are computed from the weights, so the blocks are coupled and only
 the composition accountant applies (:func:`dpconvex.bcd.dp_mbcd` refuses the

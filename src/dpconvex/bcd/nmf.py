@@ -1,7 +1,7 @@
-"""DP non-negative matrix factorization (seed 003 = 003_1c2b40d10cb11eaa.txt, eq. 2, Alg. 3).
+"""DP non-negative matrix factorization (Chen & Liu, arXiv 2407.08233, eq. 2, Alg. 3).
 
 min_{X >= 0, Y >= 0} (1/2)||X Y - M||_F^2 with M (n x d_c), one row per user.
-What is private and what is released (digest §2.4, §4.1):
+What is private and what is released (the paper's §4.1 and App. B.2.1):
 
 * **Y** (items, d x d_c) is the released block. Each batch updates it once with the
   noisy projected step of eq. (6): per-row gradient x_i^T (x_i Y - m_i) clipped to C
@@ -49,7 +49,7 @@ def synthetic_nmf(
     """M = X Y with X (n_rows x rank), Y (rank x n_cols) i.i.d. Uniform[0, 1] (Xu & Yin 2013).
 
     The paper's setting (App. D.1.1) is 1000 x 10 times 10 x 200; it does not name
-    the distribution (digest §5.1), Uniform[0, 1] is our choice. Returns (M, X, Y).
+    the distribution, Uniform[0, 1] is our choice. Returns (M, X, Y).
     """
     rng = make_rng(random_state)
     X = rng.random((v.positive_int("n_rows", n_rows), v.positive_int("rank", rank)))

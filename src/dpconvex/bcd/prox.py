@@ -1,9 +1,11 @@
-"""Proximal operators of the released blocks' regularizers (seed 003, eq. 5 and Lemma 4.2).
+"""Proximal operators of the released blocks' regularizers (Chen & Liu, eq. 5, Lemma 4.2).
+
+Source: Chen & Liu, arXiv 2407.08233.
 
 Prox_{eta r}(v) = argmin_t r(t) + ||t - v||^2 / (2 eta) for
 r = (ridge / 2) ||t||^2 + l1 ||t||_1 + indicator(constraint). It factors as
 T = N o S: a linear scale S(v) = v / (1 + eta ridge), Lipschitz 1/(1 + eta ridge)
-(the paper prints eta/(1+eta) for the ridge prox, digest erratum 3), followed by a
+(correcting the printed eta/(1+eta) theta for the ridge prox), followed by a
 1-Lipschitz non-linear map N (soft-threshold at eta l1 / (1 + eta ridge), projection
 on the non-negative orthant, on a ball, or both). Every prox of a convex function is
 non-expansive, so L_T <= 1 always (Lemma 4.2's 2 is loose). Only the linear part

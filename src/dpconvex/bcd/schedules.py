@@ -1,4 +1,6 @@
-"""Data-independent noise schedules o(k, j) of DP-MBCD (seed 003, eq. 6 and App. D.2).
+"""Data-independent noise schedules o(k, j) of DP-MBCD (Chen & Liu, eq. 6 and App. D.2).
+
+Source: Chen & Liu, arXiv 2407.08233.
 
 Each returns a (epochs, n_batches) table fixed before the run; the per-coordinate
 noise variance of step (k, j) is 2 * eta * o(k, j).
@@ -22,10 +24,10 @@ def constant_noise(epochs: int, n_batches: int, level: float) -> np.ndarray:
 
 
 def linear_decrease_noise(epochs: int, n_batches: int, final: float, step: float) -> np.ndarray:
-    """o(k) = final + step * (K - 1 - k): the "D" schedule of seed 003 App. D.2.
+    """o(k) = final + step * (K - 1 - k): the "D" schedule of Chen & Liu, App. D.2.
 
     The paper's decrease of 0.00025 per epoch down to o(K) = 0.002 is
-    ``linear_decrease_noise(K, m, 0.002, 0.00025)`` (digest §2.7).
+    ``linear_decrease_noise(K, m, 0.002, 0.00025)``.
     """
     k, m = _shape(epochs, n_batches)
     final = v.positive("final", final)

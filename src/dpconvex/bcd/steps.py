@@ -6,9 +6,9 @@ GLM-type losses have b_i = x_i as well), so its Frobenius norm is ||a_i|| ||b_i|
 and clipping it to C is a per-example scalar: the clipped batch sum is one matrix
 product. For a least-squares block the clipped gradient is the gradient of a
 Huber-ized loss gamma H_{C/(gamma ||x_i||)}(W x_i - t_i), which is convex and
-gamma ||x_i||^2-smooth, so clipping keeps the block convex (digest §3.12.2: the
-paper's Algorithms 3-4 clip the whole batch or nothing; we clip per example so that
-Assumption 4.4 holds with S_g = C for add/remove neighbours).
+gamma ||x_i||^2-smooth, so clipping keeps the block convex (Algorithms 3-4 of
+Chen & Liu, arXiv 2407.08233, clip the whole batch or nothing; we clip per example so
+that Assumption 4.4 holds with S_g = C for add/remove neighbours).
 """
 
 from __future__ import annotations
@@ -69,7 +69,8 @@ def implicit_least_squares_step(
         G(V) = (1/b) sum_i h_i(V) + (ridge/2) ||V||^2 + ||V - W||^2 / (2 step),
 
     where grad h_i(V) = clip_C(gamma (V x_i - t_i) x_i^T). It is the corrected form of
-    the paper's "variant of Algorithm 4" (seed 003, eqs. 15-18; digest §2.5): with
+    the paper's "variant of Algorithm 4" (Chen & Liu, eqs. 15-18, whose printed
+    transposes and signs are corrected here): with
     no example clipped, V = (W + step gamma T^T X / b)(I + step gamma X^T X / b)^-1
     is its closed form. G is (1/step)-strongly convex, so adding or removing one
     example moves the exact minimizer by at most step * C / b, and a point with

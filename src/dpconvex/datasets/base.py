@@ -20,7 +20,7 @@ class Dataset:
         """(X_train, X_test, y_train, y_test): a seeded shuffle; the last ``test_size`` rows test.
 
         The split is public (it does not depend on labels), as in the 80/20 splits of
-        seed 000 §5 and Iyengar et al. 2019.
+        Redberg, Koskela & Wang (arXiv 2401.00583), §5, and Iyengar et al. 2019.
         """
         if not 0 < test_size < 1:
             raise ValueError(f"test_size must be in (0, 1), got {test_size}")

@@ -1,4 +1,4 @@
-"""Synthetic-L and Synthetic-H: the exact recipes of Iyengar et al. 2019 (spec/peers.md §4).
+"""Synthetic-L and Synthetic-H: the exact recipes of Iyengar et al. 2019 (their dpml-benchmark).
 
 Both come from scikit-learn's ``make_classification`` with a fixed ``random_state``
 (legacy MT19937), so they are reproducible bit for bit. Labels are {0, 1}; the

@@ -1,8 +1,10 @@
-"""Figures 1, 3, 4 and 5 of seed 000: privacy curves, no data.
+"""Figures 1, 3, 4 and 5 of Redberg, Koskela & Wang (arXiv 2401.00583): privacy curves.
+
+No data.
 
 Each function writes CSV files of the numbers, a JSON summary and a PNG into
 ``out`` and returns the summary. Parameters that the paper does not state are
-chosen as in spec/objpert.md §9.4 and recorded in the JSON ("assumed").
+chosen by us and recorded in the JSON ("assumed").
 """
 
 from __future__ import annotations
@@ -56,7 +58,11 @@ def fig1(out: Path, quick: bool = False) -> dict:
     """delta(epsilon) of Kifer (Thm 2.8), RDP (Thm 3.2), Thm 3.1 and the Gaussian lower bound."""
     plt = _pyplot()
     fig, axes = plt.subplots(1, 2, figsize=(10, 4))
-    summary = {"figure": "seed 000 Fig. 1", "assumed": {"L": 1.0}, "panels": {}}
+    summary = {
+        "figure": "Redberg, Koskela & Wang (arXiv 2401.00583) Fig. 1",
+        "assumed": {"L": 1.0},
+        "panels": {},
+    }
     for ax, (panel, (sigma, beta, lam)) in zip(axes, FIG1_PANELS.items(), strict=True):
         kw = {"sigma": sigma, "lam": lam, "beta": beta, "lipschitz": 1.0}
         eps_max = 2.0 if panel == "left" else 1.2
@@ -98,7 +104,7 @@ def fig3(out: Path, quick: bool = False) -> dict:
     fig, axes = plt.subplots(2, 2, figsize=(9, 7))
     alphas = np.geomspace(1.01, 1000.0, 60 if quick else 300)
     summary = {
-        "figure": "seed 000 Fig. 3",
+        "figure": "Redberg, Koskela & Wang (arXiv 2401.00583) Fig. 3",
         "assumed": {"beta": FIG3_BETA, "L": 1.0},
         "panels": [],
     }
@@ -159,7 +165,7 @@ def fig4(out: Path, quick: bool = False) -> dict:
     ax.set_title(r"$\sigma=8, \beta=1, \lambda=10, L=1$")
     ax.legend(fontsize=8)
     summary = {
-        "figure": "seed 000 Fig. 4",
+        "figure": "Redberg, Koskela & Wang (arXiv 2401.00583) Fig. 4",
         "assumed": {"L": 1.0},
         "delta": 1e-5,
         **{key: list(map(float, val)) for key, val in rows.items()},
@@ -187,7 +193,7 @@ def fig5(out: Path, quick: bool = False) -> dict:
     )
     fig, axes = plt.subplots(1, 2, figsize=(10, 4))
     summary = {
-        "figure": "seed 000 Fig. 5",
+        "figure": "Redberg, Koskela & Wang (arXiv 2401.00583) Fig. 5",
         "assumed": {**FIG5_OBJPERT, "dpsgd_steps": "1/q^2 (100 and 4)"},
         "panels": [],
     }

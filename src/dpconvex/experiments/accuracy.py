@@ -1,6 +1,6 @@
-"""Figure 2 and Tables 1-2 of seed 000: test accuracy vs epsilon.
+"""Figure 2, Tables 1-2 of Redberg, Koskela & Wang (arXiv 2401.00583): accuracy vs epsilon.
 
-Methods, as in seed 000 §5 (spec/objpert.md §9.2), delta = 1e-5, rows normalized
+Methods, as in the paper's §5, delta = 1e-5, rows normalized
 to unit norm plus a bias feature, 80/20 public split (seed 0):
 
 * ``alg1`` — Algorithm 1 (AMP), (sigma, lam) by the paper's rule with RDP
@@ -43,7 +43,7 @@ DELTA = 1e-5
 MU = 15.4
 CLIP = math.sqrt(2.0)
 LR_RANGE = (1e-8, 1e-1)
-PAPER = {  # seed 000 Tables 1-2 (Algorithm 1 / dishonest / honest DP-SGD), percent
+PAPER = {  # the paper's Tables 1-2 (Algorithm 1 / dishonest / honest DP-SGD), percent
     "synthetic-l": {
         0.1: {"dpsgd_dishonest": 93.85, "alg1": 90.05, "dpsgd_honest": 77.34},
         1.0: {"dpsgd_dishonest": 95.25, "alg1": 94.50, "dpsgd_honest": 93.15},
@@ -212,7 +212,7 @@ def fig2(
     elapsed = time.perf_counter() - start
     _write_rows(out / ("fig2_quick.csv" if quick else "fig2.csv"), rows)
     summary = {
-        "figure": "seed 000 Fig. 2",
+        "figure": "Redberg, Koskela & Wang (arXiv 2401.00583) Fig. 2",
         "quick": quick,
         "trials": trials,
         "epochs": epochs,

@@ -1,10 +1,9 @@
-"""Figure 4.1 of seed 004 (Ganesh's thesis, §4.5): PDA-DPMD vs cold/warm-start DP-GD.
+"""Figure 4.1 of Ganesh's thesis (EECS-2022-53, §4.5): PDA-DPMD vs cold/warm-start DP-GD.
 
-Synthetic linear regression exactly as stated (004_693441340f96c35c.txt, §4.5
-"Simulation Results"; spec ganesh-thesis §4.7): theta* ~ N(0, I_k); each feature
-vector has 40 of its first k/5 and 80 of its last 4k/5 coordinates (uniformly at
-random) equal to 0.05, the rest 0; y ~ N(theta*.x, 0.01) (variance 0.01, so the
-optimal population MSE is 0.01); n_priv = 10,000, n_pub = 1.5k; eps = 1,
+Synthetic linear regression exactly as stated (thesis §4.5, "Simulation Results"):
+theta* ~ N(0, I_k); each feature vector has 40 of its first k/5 and 80 of its last
+4k/5 coordinates (uniformly at random) equal to 0.05, the rest 0; y ~ N(theta*.x, 0.01)
+(variance 0.01, so the optimal population MSE is 0.01); n_priv = 10,000, n_pub = 1.5k; eps = 1,
 delta = 1e-5. Methods:
 
 * ``dpgd_cold`` — DP-GD from theta_0 = 0 (the thesis says "random initialization"
@@ -115,7 +114,7 @@ def fig41_data(k: int, n: int, rng: np.random.Generator, theta_star=None):
 def population_mse(theta: np.ndarray, theta_star: np.ndarray) -> np.ndarray:
     """Exact E(y - x.theta)^2 = (theta - theta*)^T Sigma (theta - theta*) + 0.01.
 
-    Sigma = E[x x^T] of the design (spec §4.7): within block b (size n_b, m_b
+    Sigma = E[x x^T] of the design: within block b (size n_b, m_b
     non-zeros) Sigma_ii = c^2 m_b/n_b and Sigma_ij = c^2 m_b(m_b-1)/(n_b(n_b-1));
     across blocks c^2 (m_1/n_1)(m_2/n_2). ``theta`` may be (k,) or (B, k).
     """
@@ -292,7 +291,7 @@ def reproduce_ganesh_fig4_1(
         writer.writeheader()
         writer.writerows(rows)
     summary = {
-        "figure": "seed 004 Fig. 4.1 (Ganesh thesis)",
+        "figure": "Ganesh's thesis (UC Berkeley EECS-2022-53) Fig. 4.1",
         "quick": quick,
         "grid": {key: list(val) if isinstance(val, tuple) else val for key, val in grid.items()},
         "epsilon": EPSILON,
@@ -351,7 +350,9 @@ def posterior_adult_example(
     seed: int = 0,
     progress: bool = True,
 ) -> dict:
-    """DP logistic regression by posterior sampling on Adult, next to AMP (seed 000's Alg. 1).
+    """DP logistic regression by posterior sampling on Adult, next to AMP.
+
+    AMP is Algorithm 1 of Redberg, Koskela & Wang (arXiv 2401.00583).
 
     Posterior sampling: :func:`dpconvex.sampling.posterior_sample` with the
     composition accounting (ULA from 0, horizon 5/lam, step 0.5/M), lam fixed a

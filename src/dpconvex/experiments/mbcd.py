@@ -1,8 +1,11 @@
-"""Seed 003 (DP-MBCD) reproductions: privacy loss vs epochs, NMF (Table 2), classification.
+"""DP-MBCD reproductions: privacy loss vs epochs, NMF (Table 2), classification.
+
+Reproduces Chen & Liu, *Hidden State Differential Private Mini-Batch Block Coordinate
+Descent for Multi-convexity Optimization* (arXiv 2407.08233).
 
 Each ``reproduce_mbcd_<name>(out, quick, trials)`` writes CSV/JSON and a PNG into
 ``out`` and returns the JSON summary. The paper's published privacy numbers cannot
-be reproduced from its stated settings (digest ``spec/dp-mbcd.md`` §5.2-5.3); they
+be reproduced from its stated settings (App. D.1.2 and D.2); they
 are printed next to ours, never used as targets. What we change, and why:
 
 * DP-MBCD clips per example (Assumption 4.4 holds), uses add/remove neighbours with
@@ -58,7 +61,7 @@ from ..bcd import (
 
 DELTA = 1e-5
 
-#: Figure 1 constants (seed 003 §4.3 / digest §5.4); L_F = 0.98 is realized by a
+#: Figure 1 constants (Chen & Liu §4.3); L_F = 0.98 is realized by a
 #: ridge term lam = 0.4 with eta = 0.05 (1 - eta lam), the only sound way to get it.
 FIG1 = {
     "n": 2500,
@@ -71,7 +74,7 @@ FIG1 = {
     "adaptive": (0.01, 0.05, 12),
 }
 
-#: seed 003 Table 2 (relative error, mean (std) over 3 runs; DP columns at "eps = 0.42").
+#: Chen & Liu Table 2 (relative error, mean (std) over 3 runs; DP columns at "eps = 0.42").
 PAPER_TABLE2 = {
     50: {
         "dp_mbcd": (0.033, 0.023),
@@ -93,7 +96,7 @@ PAPER_TABLE2 = {
     },
 }
 
-#: seed 003 Table 4 (Madelon; "privacy loss" = RDP at alpha = 2; accuracy %).
+#: Chen & Liu Table 4 (Madelon; "privacy loss" = RDP at alpha = 2; accuracy %).
 PAPER_TABLE4 = {
     ("C", 10): (0.0251, 50.00),
     ("C", 20): (0.0290, 70.09),
@@ -105,7 +108,7 @@ PAPER_TABLE4 = {
     ("D", 40): (0.0252, 92.20),
 }
 
-#: seed 003 Table 3 (MNIST, MLP): DP-MBCD 94.63 %, DP-SGD 67.33 %, "eps = 0.0612".
+#: Chen & Liu Table 3 (MNIST, MLP): DP-MBCD 94.63 %, DP-SGD 67.33 %, "eps = 0.0612".
 PAPER_TABLE3_MNIST_MLP = {"dp_mbcd": 94.63, "dp_sgd": 67.33, "epsilon": 0.0612}
 
 
@@ -209,7 +212,7 @@ def coupled_blocks_rdp(
     N(0, 2 eta o) noise on each block. The final pair is Gaussian with the same
     covariance under both neighbours, so its RDP given the position j0 is exactly
     alpha/2 d^T Sigma^-1 d; we return the worst j0. The paper's accountant (sum over
-    blocks of Thm 4.6, seed 003 §4.3) gives block 1's bound plus 0; it stays bounded
+    blocks of Thm 4.6, Chen & Liu §4.3) gives block 1's bound plus 0; it stays bounded
     while the exact loss grows linearly in the epochs (the sum t1 + t2 is not
     contracted). Returns (exact, paper's per-block sum), both at worst j0.
     """
@@ -241,7 +244,7 @@ def coupled_blocks_rdp(
 
 
 def reproduce_mbcd_privacy(out: Path, quick: bool = False, trials: int | None = None) -> dict:
-    """Privacy loss vs epochs, hidden state vs composition (seed 003 Figure 1 setting).
+    """Privacy loss vs epochs, hidden state vs composition (Chen & Liu's Figure 1 setting).
 
     Panels: (a) RDP at alpha = 10 vs K for a constant and an adaptive schedule, with
     the composition loss and the K -> inf limit; (b) per-epoch contributions at
@@ -363,7 +366,7 @@ def reproduce_mbcd_privacy(out: Path, quick: bool = False, trials: int | None = 
     _plot_privacy(out / "mbcd_privacy.png", rows, contrib_rows, coupled_rows, limit)
     summary = {
         "experiment": "mbcd-privacy",
-        "source": "seed 003 (003_1c2b40d10cb11eaa.txt) Figure 1, Thm 4.6; digest §5.4",
+        "source": "Chen & Liu (arXiv 2407.08233) Figure 1, Thm 4.6",
         "constants": {**FIG1, "n_batches": m, "grad_lipschitz": 1 - eta * FIG1["ridge"]},
         "delta": DELTA,
         "limit_rdp_constant": limit,
@@ -590,7 +593,7 @@ def reproduce_mbcd_nmf(out: Path, quick: bool = False, trials: int | None = None
     _plot_nmf(out / "mbcd_nmf.png", table, epsilons)
     summary = {
         "experiment": "mbcd-nmf",
-        "source": "seed 003 App. D.1.1, Table 2; digest §5.1",
+        "source": "Chen & Liu (arXiv 2407.08233) App. D.1.1, Table 2",
         "data": "synthetic M = X Y, X 1000x10, Y 10x200, i.i.d. Uniform[0,1] (seed 0)",
         "settings": {
             "epochs": epochs,
@@ -882,7 +885,7 @@ def reproduce_mbcd_classification(
     _plot_classification(out / "mbcd_classification.png", table, [s[0] for s in sets])
     summary = {
         "experiment": "mbcd-classification",
-        "source": "seed 003 App. D.1.2 (Table 3), App. D.2 (Table 4, Fig. 3); digest §5.2-5.3",
+        "source": "Chen & Liu (arXiv 2407.08233) App. D.1.2 (Table 3), App. D.2 (Table 4, Fig. 3)",
         "datasets": [s[1] for s in sets],
         "notes": [note] if note else [],
         "settings": {

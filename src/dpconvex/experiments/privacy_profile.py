@@ -1,4 +1,4 @@
-"""Figure 1 of seed 000: four delta(epsilon) curves for objective perturbation."""
+"""Figure 1 of Redberg, Koskela & Wang (arXiv 2401.00583): four delta(epsilon) curves."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from ..accounting import conversions, objpert
 def privacy_profile_curves(
     *, sigma: float, lam: float, beta: float, lipschitz: float, epsilons: np.ndarray | None = None
 ) -> dict[str, np.ndarray]:
-    """delta(epsilon) of the four bounds compared in seed 000, Fig. 1.
+    """delta(epsilon) of the four bounds compared in Redberg et al., Fig. 1.
 
     Keys: ``epsilon``; ``kifer`` (Thm 2.8, 1 where it certifies nothing);
     ``rdp`` (Thm 3.2 through the improved conversion, continuous alpha);

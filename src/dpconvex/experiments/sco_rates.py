@@ -1,8 +1,7 @@
-"""``dpconvex reproduce sco-rates``: measured excess-risk rates of seed 002's algorithms.
+"""``dpconvex reproduce sco-rates``: measured excess-risk rates of Su, Zhao & Wang's algorithms.
 
-Seed 002 (``002_86f3f2e03b6ee391.txt``) has no experiments; this benchmark measures its
-rate theorems on synthetic problems whose population risk is known in closed form
-(spec/dp-sco.md §4, "Benchmark guidance"):
+Su, Zhao & Wang (arXiv 2303.18047) report no experiments; this benchmark measures their
+rate theorems on synthetic problems whose population risk is known in closed form:
 
 * ``alg1`` — Algorithm 1 (App-ObjP) over the unit l1 and l2 balls. Sweeps in n and
   epsilon on least squares, z Rademacher / sqrt(d) (d = 10), y = <z, w*> + U[-1/2, 1/2]:

@@ -1,4 +1,7 @@
-"""Algorithm 1 of seed 000: approximate minima perturbation (AMP) with gradient clipping."""
+"""Approximate minima perturbation (AMP) with gradient clipping.
+
+Algorithm 1 of Redberg, Koskela & Wang (arXiv 2401.00583).
+"""
 
 from __future__ import annotations
 
@@ -29,7 +32,7 @@ def amp(
     max_iter: int = 1000,
     batch_size: int | None = None,
 ) -> Release:
-    """Run Algorithm 1 (seed 000 §4; Thm 4.1) on rows of norm <= ``row_bound``.
+    """Run Algorithm 1 (Redberg et al. §4; Thm 4.1) on rows of norm <= ``row_bound``.
 
     1. b ~ N(0, sigma^2 I); 2. minimize sum_i l_L(theta; z_i) + (lam/2)||theta||^2
     + b^T theta, with l_L the loss clipped at L = min(C, sup|f'| R) (C = ``clip``: the

@@ -2,7 +2,8 @@
 
 Per-example gradients of a GLM are f'(x_i^T theta) x_i, so their norms are
 |f'| ||x_i|| and clipping is a per-example scalar: the whole step is two
-matrix-vector products, vectorized in numpy. The update of seed 000 §2 is
+matrix-vector products, vectorized in numpy. The update of Redberg, Koskela & Wang
+(arXiv 2401.00583), §2, is
 
     theta <- theta - eta * (sum_{i in B} clip_C(grad l_i) + N(0, (z C)^2 I)) / (q n) [+ lam theta]
 

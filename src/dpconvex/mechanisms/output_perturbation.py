@@ -1,4 +1,7 @@
-"""Output perturbation of the regularized minimizer (seed 001; spec/objpert.md §10)."""
+"""Output perturbation of the regularized minimizer.
+
+Sensitivity from Wang's lecture notes on objective perturbation (CS291A, UCSB, 2021).
+"""
 
 from __future__ import annotations
 
@@ -19,9 +22,9 @@ def output_sensitivity(lipschitz: float, lam: float, tau: float) -> float:
     """l2-sensitivity (L + 2 tau)/lam of a tau-certified regularized minimizer.
 
     The exact minimizer of sum_i l_i + (lam/2)||theta||^2 moves by at most L/lam
-    when one example is added or removed (lam-strong convexity; seed 001, Output
-    Perturbation); a point with gradient norm <= tau lies within tau/lam of it,
-    on each of the two datasets.
+    when one example is added or removed (lam-strong convexity; Wang's CS291A
+    lecture notes, Output Perturbation, correcting their squared norm); a point with
+    gradient norm <= tau lies within tau/lam of it, on each of the two datasets.
     """
     return (lipschitz + 2.0 * tau) / lam
 

@@ -1,10 +1,11 @@
 """Row preprocessing that is free of privacy cost, and the declared row-norm bound.
 
-Bounds are never read off the data (spec/peers.md §0.4): a row is normalized
-to unit norm (a per-row map, free of privacy cost: seed 000 §5), clipped to a
-user-declared bound, or refused if it exceeds that bound. The intercept is an
-augmented constant feature ``intercept_scaling`` that is regularized and
-perturbed like every other coordinate (spec/objpert.md §4).
+Bounds are never read off the data: a row is normalized to unit norm (a per-row
+map, free of privacy cost, as in Redberg, Koskela & Wang, arXiv 2401.00583, §5),
+clipped to a user-declared bound, or refused if it exceeds that bound. The
+intercept is an augmented constant feature ``intercept_scaling`` that is
+regularized and perturbed like every other coordinate (their analysis needs the
+regularizer on every coordinate, App. E).
 """
 
 from __future__ import annotations

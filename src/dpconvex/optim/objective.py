@@ -1,8 +1,8 @@
 """The perturbed GLM objective sum_i l(theta; z_i) + (lam/2)||theta||^2 + b^T theta.
 
 Everything is computed in float64 on the full objective; the gradient norm it
-reports is the certificate that AMP's privacy proof relies on (seed 000,
-Alg. 1 step 4 and Thm 4.1: ||theta~ - theta^P|| <= tau/lam).
+reports is the certificate that AMP's privacy proof relies on (Redberg,
+Koskela & Wang, arXiv 2401.00583, Alg. 1 step 4 and Thm 4.1: ||theta~ - theta^P|| <= tau/lam).
 """
 
 from __future__ import annotations

@@ -4,9 +4,9 @@
   its own stop implies the l2 certificate;
 * ``"newton"`` — scipy's trust-region Newton-CG with exact Hessian-vector products;
 * ``"svrg"`` — mini-batch SVRG (Johnson & Zhang 2013), the variance-reduced
-  stochastic method of seed 000 App. G (O(n log n) per-example gradients when
-  lam is comparable to n*beta); its full-gradient snapshot each epoch *is* the
-  certificate check;
+  stochastic method of Redberg, Koskela & Wang (arXiv 2401.00583), App. G
+  (O(n log n) per-example gradients when lam is comparable to n*beta); its
+  full-gradient snapshot each epoch *is* the certificate check;
 * ``"auto"`` — Newton, then L-BFGS from where Newton stopped if it did not certify.
 
 For moderate d (at most :data:`IN_MEMORY_EXACT_MAX_D` in memory,
@@ -373,7 +373,7 @@ def _svrg(
 
     Step 1/(2(L_mean + L_max/B)). With a batch size B independent of n, each epoch
     contracts by roughly exp(-lam/(2 L_mean B)), so the number of epochs grows
-    only with log(n/tau): O(n log n) per-example gradients (seed 000, App. G).
+    only with log(n/tau): O(n log n) per-example gradients (Redberg et al., App. G).
     Smaller B means fewer gradient evaluations but more Python-level steps.
     """
     n = obj.n

@@ -1,4 +1,7 @@
-"""AMP plan: Algorithm 1 of seed 000 (approximate minima perturbation, clipped gradients)."""
+"""AMP plan: approximate minima perturbation with clipped gradients.
+
+Algorithm 1 of Redberg, Koskela & Wang (arXiv 2401.00583).
+"""
 
 from __future__ import annotations
 
@@ -6,7 +9,7 @@ from ..accounting import amp_parameters, gaussian_sigma
 from ..mechanisms import amp
 from .base import Plan, PlanInputs
 
-#: the paper's classifier settings (seed 000 §6), for reproducing its experiments
+#: the paper's classifier settings (Redberg et al. §5), for reproducing its experiments
 PAPER_SETTINGS = {"tau": 0.01, "sigma_out": 0.15, "noise_factor": 1.3}
 #: default certificate per row and unit gradient bound: tau = TAU_PER_ROW * n * L
 TAU_PER_ROW = 1e-12
@@ -69,7 +72,7 @@ def default_sigma_out(tau: float, beta: float, epsilon: float, delta: float, k: 
 class AmpPlan(Plan):
     """(sigma, lam) from :func:`dpconvex.accounting.amp_parameters` for K compositions.
 
-    beta = sup f'' R^2 and L = min(C, sup|f'| R) (seed 000 Thm 4.1). The certificate
+    beta = sup f'' R^2 and L = min(C, sup|f'| R) (Redberg et al. Thm 4.1). The certificate
     tau and the output noise sigma_out are derived (:func:`default_tau`,
     :func:`default_sigma_out`) unless given; lam and sigma follow the paper's rule
     (noise factor f). As epsilon grows sigma and sigma_out go to 0 and lam to its

@@ -8,9 +8,10 @@ from ..accounting import dpsgd_event, dpsgd_noise_multiplier, gaussian_noise_mul
 from ..mechanisms import dpgd, dpgd_event, dpsgd, steps_for_epochs
 from .base import Plan, PlanInputs
 
-#: default learning rates by optimizer (the paper's DP-SGD settings, seed 000 §6)
+#: default learning rates by optimizer (the DP-SGD settings of the experiments of
+#: Redberg, Koskela & Wang, arXiv 2401.00583, §5)
 DEFAULT_LEARNING_RATE = {"adam": 0.02, "sgd": 0.5}
-#: DP-SGD's default number of passes over the data (seed 000 §6)
+#: DP-SGD's default number of passes over the data (60 "epochs", same source)
 DEFAULT_DPSGD_EPOCHS = 60
 #: DP-GD's derived step count is kept in [DPGD_MIN_STEPS, DPGD_MAX_STEPS] (compute)
 DPGD_MIN_STEPS, DPGD_MAX_STEPS = 100, 1000

@@ -35,7 +35,10 @@ def default_lam(n: int, d: int, beta: float, gradient_bound: float, z: float) ->
 
 
 class OutputPlan(Plan):
-    """Gaussian noise for sensitivity (L + 2 tau)/lam (seed 001), K-fold composed.
+    """Gaussian noise for sensitivity (L + 2 tau)/lam, K-fold composed.
+
+    The sensitivity is from Wang's lecture notes on objective perturbation (CS291A, UCSB,
+    2021), Output Perturbation, plus 2 tau/lam for a tau-certified minimizer.
 
     lam defaults to :func:`default_lam`; the noise multiplier is calibrated with the
     accountant that reports the spend.

@@ -1,4 +1,4 @@
-"""Public-data-assisted DP mirror descent (seed 004, chapter 4).
+"""Public-data-assisted DP mirror descent (Ganesh's thesis, UC Berkeley EECS-2022-53, ch. 4).
 
 Algorithm 1 (PDA-DPMD): the public loss is the mirror map, private clipped
 gradients get Gaussian noise, the iterates are averaged; T Gaussian steps are

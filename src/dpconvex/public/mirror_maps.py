@@ -1,11 +1,11 @@
-"""Mirror maps built from public data (seed 004, 004_693441340f96c35c.txt, §4.3-4.5).
+"""Mirror maps built from public data (Ganesh's thesis, UC Berkeley EECS-2022-53, §4.3-4.5).
 
 Algorithm 1 (PDA-DPMD) takes the public loss as the mirror map,
 Psi(theta) = (1/n_pub) sum_d l_pub(theta; d) (line 1). The unconstrained mirror
 step theta' = argmin <eta g, theta> + B_Psi(theta, theta_t) solves
 grad Psi(theta') = grad Psi(theta_t) - eta g (§4.3; C = R^k: the Bregman projection
 onto the theory's constraint set is not implemented, as in the thesis's own
-experiment, spec §5). Everything here touches public data only.
+experiment, Figure 4.1). Everything here touches public data only.
 
 * :class:`EuclideanMirrorMap` — Psi = ||theta||^2 / 2: the step is a gradient step,
   Algorithm 1 is DP-GD.
@@ -154,7 +154,7 @@ def linear_regression_mirror_map(
 class GLMMirrorMap:
     """Psi(theta) = (1/n) sum_i f(x_i^T theta; y_i) + (ridge/2) ||theta||^2 for a GLM loss f.
 
-    For general convex losses (seed 004, §4.6; Thm 83 takes l_pub strongly
+    For general convex losses (Ganesh's thesis, §4.6; Thm 83 takes l_pub strongly
     convex, which the ridge guarantees). The mirror step inverts grad Psi by
     L-BFGS on Psi(theta) - <z, theta>, warm-started at the current iterate, to
     a gradient norm of ``tol``.

@@ -1,9 +1,11 @@
-"""Public-data-assisted DP mirror descent (PDA-DPMD): Algorithm 1 of seed 004, chapter 4.
+"""Public-data-assisted DP mirror descent (PDA-DPMD): Algorithm 1 of Ganesh's thesis, ch. 4.
 
-Algorithm 1 (004_693441340f96c35c.txt, §4.4): theta_0 = argmin Psi (public),
-then for t < T: g_t = (1/n) sum_i clip(grad l_priv(theta_t; d_i), L), and the
-mirror step with g_t + b_t, b_t ~ N(0, sigma^2 I); the output is the average of
-theta_1..theta_T. With Psi = ||theta||^2/2 it is DP-GD.
+Arun Ganesh, *Improved Algorithms and Upper Bounds in Differential Privacy*, PhD thesis,
+UC Berkeley EECS-2022-53, §4.4, Algorithm 1 (Amid et al., arXiv 2112.00193):
+theta_0 = argmin Psi (public), then for t < T:
+g_t = (1/n) sum_i clip(grad l_priv(theta_t; d_i), L), and the mirror step with g_t + b_t,
+b_t ~ N(0, sigma^2 I); the output is the average of theta_1..theta_T. With
+Psi = ||theta||^2/2 it is DP-GD.
 
 Privacy (Thm 74): each step is a Gaussian mechanism on the sum of clipped
 gradients (sensitivity L under add/remove neighbours, 2L under replace-one;
@@ -13,9 +15,10 @@ of noise multiplier z (add/remove) or z/2 (replace-one); the event is
 ``SelfComposedDpEvent(GaussianDpEvent(.), T)``. The thesis's sigma^2 =
 8 L^2 T log(1/delta) / (eps n)^2 (line 2; replace-one) is only sufficient through
 Thm 14 up to eps ~ 1 and is short of (eps, delta) at eps = 8 even with exact
-accounting (spec §4.4, O-20): we calibrate z numerically instead
-(:func:`pda_noise_multiplier`, the analytic Gaussian of T steps, checked against the
-PLD accountant so that the epsilon it reports never exceeds the target).
+accounting (at eps = 8, delta = 1e-5, replace-one, the exact epsilon is 8.0067): we
+calibrate z numerically instead (:func:`pda_noise_multiplier`, the analytic Gaussian
+of T steps, checked against the PLD accountant so that the epsilon it reports never
+exceeds the target).
 Public data and theta_0 are not charged.
 """
 
@@ -50,8 +53,9 @@ def pda_noise_multiplier(
     """Smallest z (noise std / clip L on the gradient sum) making T steps (epsilon, delta)-DP.
 
     T Gaussian mechanisms of sensitivity s L and noise z L compose exactly into
-    one of sensitivity s sqrt(T) (spec §4.4), so z = analytic-Gaussian sigma for
-    sensitivity s sqrt(T) (seed 000 eq. (B.1), safe side), s = 1 (add/remove) or 2.
+    one of sensitivity s sqrt(T), so z = analytic-Gaussian sigma for
+    sensitivity s sqrt(T) (Redberg, Koskela & Wang, arXiv 2401.00583, eq. (B.1), safe
+    side), s = 1 (add/remove) or 2.
     """
     steps = v.positive_int("steps", steps)
     s = _sensitivity_factor(neighbours)
@@ -94,7 +98,7 @@ def thesis_delta(epsilon: float, delta: float, neighbours: str = "replace_one") 
     """Exact delta at ``epsilon`` of T steps with the thesis's sigma (independent of T).
 
     The composition is mu-GDP with mu = s sqrt(T) / z = s eps / sqrt(8 log(1/delta))
-    (spec O-20: mu = 0.2084 for eps = 1, delta = 1e-5 under replace-one).
+    (mu = 0.2084 for eps = 1, delta = 1e-5 under replace-one).
     """
     z = thesis_noise_multiplier(epsilon, delta, 1)
     return gaussian_delta(epsilon, _sensitivity_factor(neighbours), z)

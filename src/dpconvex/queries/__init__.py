@@ -1,4 +1,7 @@
-"""Counting queries with the Generalized Gaussian mechanism (seed 004, chapter 2).
+"""Counting queries with the Generalized Gaussian mechanism (Ganesh's thesis, chapter 2).
+
+Arun Ganesh, *Improved Algorithms and Upper Bounds in Differential Privacy*, PhD thesis,
+UC Berkeley EECS-2022-53, 2022.
 
 Exact sampler (:func:`dpconvex.noise.generalized_gaussian`), exact PLD/RDP
 accounting of GGauss(p, sigma) for l_inf-sensitivity 1 (any real p >= 1), safe

@@ -5,10 +5,10 @@
   :mod:`dpconvex.queries.privacy`: the epsilon the accountant reports for the
   returned sigma never exceeds the target.
 * :func:`thesis_sigma` — the thesis's sufficient constant 185 sqrt(k p ln(1/delta))/eps
-  (seed 004, 004_693441340f96c35c.txt, Lemma 30 / Thm 34; even p in [4, log k]);
+  (Ganesh's thesis, UC Berkeley EECS-2022-53, Lemma 30 / Thm 34; even p in [4, log k]);
   a documented loose bound only (about 150x the exact sigma), never used to calibrate.
 * :func:`choose_p` — the p minimizing the exact expected maximum error
-  E||x||_inf after exact calibration (seed 004 §2.6: larger p trades average for
+  E||x||_inf after exact calibration (thesis §2.6: larger p trades average for
   maximum error; the thesis's p = Theta(log log k) rounds to 4-6 at practical k).
 * :func:`counting_summary` — what ``dpconvex counting`` prints.
 """
@@ -59,7 +59,7 @@ def _check(k, epsilon, delta) -> tuple[int, float, float]:
 def gdp_sigma_guess(k: int, epsilon: float, delta: float, p: float) -> float:
     """Starting guess (brackets only): sigma whose central-limit mu-GDP meets (eps, delta).
 
-    mu = sqrt(k I) with I the per-coordinate Fisher information (spec §2.4); this
+    mu = sqrt(k I) with I the per-coordinate Fisher information; this
     is accurate to < 0.5% for k >= 1e4 but NOT conservative at small k, so it
     only places the search bracket.
     """
@@ -68,10 +68,10 @@ def gdp_sigma_guess(k: int, epsilon: float, delta: float, p: float) -> float:
 
 
 def thesis_sigma(k: int, p: float, epsilon: float, delta: float) -> float:
-    """sigma = 185 sqrt(k p ln(1/delta)) / epsilon (seed 004, Lemma 30 / Thm 34) — loose.
+    """sigma = 185 sqrt(k p ln(1/delta)) / epsilon (Ganesh's thesis, Lemma 30 / Thm 34) — loose.
 
     Proved only for even p with 4 <= p <= log k, epsilon <= O(1) and delta in
-    [2^-O(k/p), 1/k]; spec ganesh-thesis §2.3, O-11. Reported for comparison.
+    [2^-O(k/p), 1/k]. Reported for comparison.
     """
     k, epsilon, delta = _check(k, epsilon, delta)
     p = check_p(p)
@@ -109,7 +109,7 @@ def gg_sigma(
     default) is <= delta at the returned sigma, so ``PrivacyAccountant("pld")``
     reports epsilon <= the target. RDP: the RDP accountant's epsilon(delta) is <=
     epsilon. p = 2 gives the analytic Gaussian with std sigma / sqrt 2 and
-    l2-sensitivity sqrt(k) * sensitivity (spec O-1).
+    l2-sensitivity sqrt(k) * sensitivity.
     """
     k, epsilon, delta = _check(k, epsilon, delta)
     p = check_p(p)
@@ -223,7 +223,7 @@ def choose_p(
     Local search over the sorted candidates: start at the candidate that is best
     under the central-limit sigma (:func:`gdp_sigma_guess`), calibrate it and its
     neighbours exactly, and move to a better neighbour until none is better.
-    E max is unimodal in p in every case we computed (spec §2.6 table), so this
+    E max is unimodal in p in every case we computed, so this
     finds the best candidate with 3-5 calibrations; every value compared is
     exact. Depends only on (k, epsilon, delta): no data.
     With PLD accounting, candidates p > 1 whose per-query privacy-loss grid would exceed

@@ -2,10 +2,10 @@
 
 Prints sigma, the exact expected maximum error E||x||_inf and the epsilon the PLD
 accountant reports, next to the analytic Gaussian mechanism's std and expected
-maximum error (seed 004, 004_693441340f96c35c.txt, chapter 2; spec
-ganesh-thesis §2.4-2.6). ``--p`` omitted: p is chosen by the exact expected
-maximum error (:func:`dpconvex.queries.choose_p`). Bad arguments are usage
-errors (exit status 2, one line), refused before any computation: k is at most
+maximum error (Ganesh's thesis, UC Berkeley EECS-2022-53, chapter 2). ``--p``
+omitted: p is chosen by the exact expected maximum error
+(:func:`dpconvex.queries.choose_p`). Bad arguments are usage errors (exit status 2,
+one line), refused before any computation: k is at most
 :data:`dpconvex.queries.privacy.MAX_PLD_QUERIES` (the memory of exact accounting
 grows with k), epsilon within the library's budgets, delta in [1e-12, 1), p in [1, 64].
 """

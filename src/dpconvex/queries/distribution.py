@@ -1,7 +1,7 @@
 """Exact facts about the Generalized Gaussian GG_p(sigma) and its maximum error.
 
-GG_p(sigma) has density p / (2 sigma Gamma(1/p)) exp(-|x/sigma|^p) (seed 004,
-004_693441340f96c35c.txt, Def. 19; it is scipy's ``gennorm(beta=p, scale=sigma)``).
+GG_p(sigma) has density p / (2 sigma Gamma(1/p)) exp(-|x/sigma|^p) (Ganesh's
+thesis, UC Berkeley EECS-2022-53, Def. 19; it is scipy's ``gennorm(beta=p, scale=sigma)``).
 |X/sigma|^p ~ Gamma(1/p) (Fact 24 change of variables), which gives the CDF,
 the moments E|X|^r = sigma^r Gamma((r+1)/p) / Gamma(1/p) (Fact 38) and the law
 of the maximum of k i.i.d. coordinates used for the expected l_inf error.
@@ -33,7 +33,7 @@ def check_p(p: object) -> float:
 
 
 def gg_logpdf(x: ArrayLike, p: float, sigma: float) -> np.ndarray:
-    """log density of GG_p(sigma) (seed 004, Def. 19)."""
+    """log density of GG_p(sigma) (Ganesh's thesis, Def. 19)."""
     p, sigma = check_p(p), v.positive("sigma", sigma)
     x = np.asarray(x, dtype=float)
     return math.log(p / (2.0 * sigma)) - special.gammaln(1.0 / p) - np.abs(x / sigma) ** p
@@ -57,7 +57,7 @@ def gg_sf(x: ArrayLike, p: float, sigma: float) -> np.ndarray:
 
 
 def gg_abs_moment(r: float, p: float, sigma: float) -> float:
-    """E|X|^r = sigma^r Gamma((r+1)/p) / Gamma(1/p) for X ~ GG_p(sigma) (seed 004, Fact 38)."""
+    """E|X|^r = sigma^r Gamma((r+1)/p) / Gamma(1/p) for X ~ GG_p(sigma) (thesis Fact 38)."""
     p, sigma = check_p(p), v.positive("sigma", sigma)
     r = v.nonnegative("r", r)
     return float(sigma**r * math.exp(special.gammaln((r + 1) / p) - special.gammaln(1 / p)))
@@ -67,7 +67,7 @@ def expected_max_abs(p: float, sigma: float, k: int) -> float:
     """E ||x||_inf for x with k i.i.d. GG_p(sigma) coordinates, by quadrature (exact law).
 
     E max_i |x_i| = sigma * int_0^inf [1 - (1 - Q(1/p, u^p))^k] du, since
-    Pr[|x_i| > sigma u] = Q(1/p, u^p) (spec ganesh-thesis §2.6/§5). The integrand
+    Pr[|x_i| > sigma u] = Q(1/p, u^p) (regularized upper incomplete gamma Q). The integrand
     is evaluated as -expm1(k log1p(-S)) and the integral split at (ln k + 1)^(1/p),
     where it turns from ~1 to a fast-decaying tail. p = 2 gives the expected
     maximum of k half-normals of standard deviation sigma / sqrt 2.

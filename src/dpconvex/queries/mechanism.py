@@ -1,7 +1,7 @@
 """Answering counting queries with the Generalized Gaussian mechanism.
 
 M_sigma^p(D) = phi(D) + x, x ~ GGauss(p, sigma) with i.i.d. GG_p(sigma) coordinates
-(seed 004, 004_693441340f96c35c.txt, §2.5; Def. 19), with sigma calibrated
+(Ganesh's thesis, UC Berkeley EECS-2022-53, §2.5; Def. 19), with sigma calibrated
 exactly (:func:`dpconvex.queries.gg_sigma`) instead of the thesis's constant.
 The thesis's truncation device (release un-noised answers when ||x||_p is
 large, proof of Thm 17) is not used: nothing un-noised is ever released.
@@ -73,7 +73,7 @@ def gg_release(
 ) -> Release:
     """answers + GGauss(p, sigma) for a given sigma (no calibration), with its event.
 
-    The noise step of :func:`gg_mechanism` (seed 004, Def. 19, mechanism M_sigma^p of
+    The noise step of :func:`gg_mechanism` (Ganesh's thesis, Def. 19, mechanism M_sigma^p of
     §2.5); the returned :class:`GeneralizedGaussianDpEvent` prices it for the
     declared l_inf-``sensitivity`` (ask any ``PrivacyAccountant`` for its epsilon).
     """
@@ -99,8 +99,8 @@ def answer_counting_queries(
     """Counting queries phi(D) = sum_d phi(d) from an (n, k) array of phi(d) in [0, 1]^k.
 
     Each row is one individual's contribution; the answers have
-    l_inf-sensitivity 1 under add/remove and replace-one neighbours (seed 004,
-    §2.1). Rows outside [0, 1]^k are refused (the sensitivity would not hold).
+    l_inf-sensitivity 1 under add/remove and replace-one neighbours (Ganesh's
+    thesis, §2.1). Rows outside [0, 1]^k are refused (the sensitivity would not hold).
     """
     r = np.asarray(records, dtype=float)
     if r.ndim != 2 or r.shape[1] == 0:

@@ -1,11 +1,10 @@
 """Tight privacy accounting of the Generalized Gaussian mechanism for counting queries.
 
 The mechanism adds x ~ GGauss(p, sigma) (k i.i.d. GG_p(sigma) coordinates) to
-answers with l_inf-sensitivity ``sensitivity`` (seed 004, 004_693441340f96c35c.txt,
-Def. 19 and §2.5, mechanism M_sigma^p). The thesis proves privacy only for even
+answers with l_inf-sensitivity ``sensitivity`` (Ganesh's thesis, UC Berkeley
+EECS-2022-53, Def. 19 and §2.5, mechanism M_sigma^p). The thesis proves privacy only for even
 p in [4, log k] with the loose constant of Lemma 30 / Thm 34; this module computes
-the exact privacy of the mechanism for every real p >= 1 instead (spec
-ganesh-thesis §2.4):
+the exact privacy of the mechanism for every real p >= 1 instead:
 
 * **Worst-case neighbour.** The per-coordinate family {GG_p(sigma) shifted by t}
   is log-concave and symmetric, so it has a monotone likelihood ratio: for every
@@ -92,7 +91,7 @@ def _count_attr(instance, attribute, value):
 
 @attr.s(frozen=True, slots=True, auto_attribs=True)
 class GeneralizedGaussianDpEvent(DpEvent):
-    """k counting queries answered with i.i.d. GG_p(sigma) noise (seed 004, Def. 19, §2.5).
+    """k counting queries answered with i.i.d. GG_p(sigma) noise (Ganesh's thesis, Def. 19, §2.5).
 
     ``sensitivity`` is the l_inf-sensitivity of the answer vector (1 for
     counting queries, under add/remove and replace-one neighbours alike).
@@ -168,7 +167,7 @@ def coordinate_delta(epsilon: ArrayLike, p: float, sigma: float, shift: float = 
 
     delta_1(eps) = Pr_P[loss > eps] - e^eps Pr_Q[loss > eps] = F(x*) - e^eps F(x* - shift)
     with P = GG_p(sigma), Q = P shifted by ``shift``, F the CDF of P and x* the
-    inverse loss (spec ganesh-thesis §2.4; the loss is monotone). Evaluated with
+    inverse loss (the loss is monotone). Evaluated with
     left tails when x* < shift/2 and with right tails otherwise, so both ends keep
     their relative precision. Valid for every real eps (negative ones included).
     """
@@ -186,7 +185,7 @@ def coordinate_delta(epsilon: ArrayLike, p: float, sigma: float, shift: float = 
 
 
 def coordinate_loss_sd(p: float, sigma: float, shift: float = 1.0) -> float:
-    """Scale of the per-coordinate loss: sqrt(Fisher information) * shift (spec §2.2, §2.4).
+    """Scale of the per-coordinate loss: sqrt(Fisher information) * shift.
 
     I = p^2 Gamma(2 - 1/p) / (sigma^2 Gamma(1/p)); used only to choose grids.
     """
@@ -366,7 +365,10 @@ def gg_loss_pmf(
 
 
 def pmf_delta(pmf: LossPmf, epsilon: ArrayLike) -> np.ndarray | float:
-    """delta(eps) = inf_mass + sum_i p_i (1 - e^(eps - l_i))_+ of a PLD (Thm D.2 of seed 000)."""
+    """delta(eps) = inf_mass + sum_i p_i (1 - e^(eps - l_i))_+ of a PLD.
+
+    Redberg, Koskela & Wang (arXiv 2401.00583), Thm D.2.
+    """
     eps = np.atleast_1d(np.asarray(epsilon, dtype=float))
     losses = pmf.losses
     out = np.empty(eps.shape)
@@ -448,7 +450,7 @@ def coordinate_rdp(orders: ArrayLike, p: float, sigma: float, shift: float = 1.0
     """Renyi divergence R_alpha(GG_p(sigma) || GG_p(sigma) + shift) by quadrature.
 
     r(alpha) = (1/(alpha-1)) log int g(x)^alpha g(x - shift)^(1 - alpha) dx
-    (seed 004, Def. 13, with the ``ln`` the printed formula omits; spec §2.4).
+    (Ganesh's thesis, Def. 13, with the ``ln`` the printed formula omits).
     p = 2 gives alpha shift^2 / sigma^2 (the Gaussian of std sigma/sqrt 2).
     At alpha = 1 the KL divergence is returned as the limit (by quadrature).
     """

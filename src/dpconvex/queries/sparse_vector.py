@@ -1,18 +1,18 @@
-"""GG noise corrected by sparse vector (seed 004, Thm 37), with explicit parameters.
+"""GG noise corrected by sparse vector (Ganesh's thesis, Thm 37), with explicit parameters.
 
-The mechanism of Thm 37 (004_693441340f96c35c.txt, §2.6):
+The mechanism of Thm 37 of Ganesh's thesis (UC Berkeley EECS-2022-53, §2.6):
 
 1. y = phi(D) + x, x ~ GGauss(p, sigma)  (released; priced by its exact PLD);
 2. NumericSparse (Dwork & Roth 2014, Alg. 3, "output 0 instead of bottom", Thm 36)
    on the queries q_i(D) = |y_i - phi_i(D)| = |x_i|. With y fixed, changing D
-   moves each q_i by at most 1, so these queries have sensitivity 1 (spec §2.7:
-   the correct reading of the proof). Each time a noisy query exceeds a noisy
+   moves each q_i by at most 1, so these queries have sensitivity 1 (the
+   correct reading of the proof). Each time a noisy query exceeds a noisy
    threshold the numeric answer x_hat_i = (y_i - phi_i(D)) + Lap(b_N) is released
    and the threshold is redrawn; at most ``cutoff`` answers, zeros elsewhere;
 3. output y - x_hat (post-processing).
 
 The thesis's own parameters (c_SV = 4k/(log k)^(2+2t), ...) are asymptotic and
-vacuous at practical k (spec §2.7: c_SV < 1 at k = 1e4). Here every parameter is
+vacuous at practical k (c_SV < 1 at k = 1e4). Here every parameter is
 explicit and the whole composition is priced numerically:
 
 * each AboveThreshold round with threshold noise Lap(b_T) and query noise Lap(b_Q)

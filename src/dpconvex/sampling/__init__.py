@@ -1,4 +1,4 @@
-"""Private sampling with Langevin dynamics (seed 004, chapter 3).
+"""Private sampling with Langevin dynamics (Ganesh's thesis, UC Berkeley EECS-2022-53, ch. 3).
 
 Overdamped (ULA) and underdamped (exact one-step solution) samplers for
 densities proportional to exp(-f), the centring and rescaling to m = 1, the

@@ -1,21 +1,24 @@
-"""Langevin samplers for densities proportional to exp(-f) (seed 004, chapter 3, §3.4).
+"""Langevin samplers for densities proportional to exp(-f) (Ganesh's thesis, §3.4).
+
+Source: Arun Ganesh, *Improved Algorithms and Upper Bounds in Differential Privacy*, PhD
+thesis, UC Berkeley EECS-2022-53, chapter 3.
 
 * :func:`ula` — discretized overdamped Langevin dynamics (the unadjusted Langevin
   algorithm): x_{i+1} = x_i - eta grad f(x_i) + N(0, 2 eta I)
-  (004_693441340f96c35c.txt, §3.4; spec ganesh-thesis §3.1).
+  (thesis §3.4).
 * :func:`underdamped` — discretized underdamped dynamics (3.1): the gradient is
   frozen at the start of each step and the linear SDE
   dv = -gamma v dt - mu g dt + sqrt(2 gamma mu) dB, dx = v dt is solved exactly
-  (spec §3.1, [I]; the thesis's sub-step Euler scheme converges to it):
+  (derived here; the thesis's sub-step Euler scheme converges to it):
   v' = e1 v - mu g (1 - e1)/gamma + zeta_v,
   x' = x + v (1 - e1)/gamma - mu g (h/gamma - (1 - e1)/gamma^2) + zeta_x,
   e1 = e^(-gamma h), with jointly Gaussian (zeta_x, zeta_v) of variances
   (2 mu/gamma)(h - 2(1 - e1)/gamma + (1 - e1^2)/(2 gamma)), mu (1 - e1^2) and
   covariance mu (1 - e1)^2 / gamma.
-* :func:`standardized` — the reductions of §3.2: with x* the minimizer and m the
+* :func:`standardized` — the reductions of thesis §3.4: with x* the minimizer and m the
   strong convexity, y = sqrt(m)(x - x*) has potential g(y) = f(x* + y/sqrt m),
   1-strongly convex, (M/m)-smooth, minimum at 0 (the thesis prints
-  "f(x - x*)" and "rescale by sqrt m"; these are the correct directions, spec §3.2).
+  "f(x - x*)" and "rescale by sqrt m"; these are the correct directions).
 
 All samplers are vectorized over independent chains: ``x0`` of shape (k,) or
 (chains, k); ``grad`` must map an array of that shape to the gradients row by row.
@@ -64,7 +67,7 @@ def ula(grad: Grad, x0, step: float, steps: int, rng: np.random.Generator) -> np
 
 
 def underdamped_coefficients(step: float, gamma: float, mu: float) -> dict:
-    """Mean coefficients and noise covariance of one exact underdamped step (spec §3.1)."""
+    """Mean coefficients and noise covariance of one exact underdamped step."""
     h = v.positive("step", step)
     gamma = v.positive("gamma", gamma)
     mu = v.positive("mu", mu)
@@ -116,7 +119,7 @@ def underdamped(
 
 
 def standardized(grad: Grad, minimizer, strong_convexity: float) -> tuple[Grad, Callable]:
-    """grad of g(y) = f(x* + y / sqrt m) and the map y -> x = x* + y / sqrt m (spec §3.2).
+    """grad of g(y) = f(x* + y / sqrt m) and the map y -> x = x* + y / sqrt m (thesis §3.4).
 
     g is 1-strongly convex and (M/m)-smooth with its minimum at 0 when f is
     m-strongly convex, M-smooth and minimized at x*. ULA on g with step eta is
@@ -136,7 +139,7 @@ def standardized(grad: Grad, minimizer, strong_convexity: float) -> tuple[Grad, 
 
 
 def ula_gaussian_variance(lam, step: float, steps: int, initial=1.0) -> np.ndarray:
-    """Exact ULA variance after ``steps`` on f = lam x^2 / 2 (per eigen-direction; spec O-13).
+    """Exact ULA variance after ``steps`` on f = lam x^2 / 2 (per eigen-direction).
 
     v_T = (1 - eta lam)^(2T) v_0 + v_inf (1 - (1 - eta lam)^(2T)),
     v_inf = 1 / (lam (1 - eta lam / 2)) (the stationary over-dispersion).

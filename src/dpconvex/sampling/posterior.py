@@ -11,7 +11,7 @@ with |f'| <= L_f and f'' <= c_f. Then F_D is lam-strongly convex and
   exponential mechanism", COLT; the GDP theorem for strongly convex F with a
   Lipschitz perturbation): sampling S_D is (G / sqrt(lam))-GDP. Checked here
   against 1-D quadrature and the Gaussian equality case (tests).
-* ``accounting="thesis"`` — seed 004 (004_693441340f96c35c.txt), §3.2/§3.5 and
+* ``accounting="thesis"`` — Ganesh's thesis (UC Berkeley EECS-2022-53), §3.2 and
   Thm 42: run ULA on the centred, rescaled potential from N(0, I) with
   (tau, eta) from :func:`dpconvex.sampling.theory.plan_thm42`, and chain
   P_D ~ S_D ~ S_D' ~ P_D' (:func:`~dpconvex.sampling.theory.chain_epsilon`).
@@ -19,7 +19,7 @@ with |f'| <= L_f and f'' <= c_f. Then F_D is lam-strongly convex and
   the potential is tilted by that residual gradient so that its minimum is
   exactly the centre (Thm 42's hypothesis), which adds 2 * gradient_tol to G.
   The required number of steps is astronomically large for any real problem
-  (explicit constants; spec §3.6): the sampler refuses above ``max_steps``.
+  (with the constants made explicit): the sampler refuses above ``max_steps``.
 * ``accounting="composition"`` — each ULA step
   theta' = theta - eta grad F_D(theta) + N(0, 2 eta I) is a Gaussian mechanism
   on grad F_D with sensitivity eta G and noise sqrt(2 eta) (noise multiplier

@@ -1,6 +1,7 @@
 """Step size, horizon and Renyi bounds of Theorems 42/52 with every constant explicit.
 
-Seed 004 (004_693441340f96c35c.txt), chapter 3. Setting (§3.2): f is
+Ganesh, *Improved Algorithms and Upper Bounds in Differential Privacy* (PhD thesis,
+UC Berkeley EECS-2022-53), chapter 3. Setting (§3.4): f is
 1-strongly convex and M-smooth with its minimum at 0 (use
 :func:`dpconvex.sampling.standardized`; then M is the condition number), ULA
 (:func:`dpconvex.sampling.ula`) starts from N(0, I_k) and runs for continuous time
@@ -30,12 +31,12 @@ D3 = e^(-tau/(2 alpha)) k ln M (Lemmas 57, 59):
 R_alpha(P||S) <= w D1 + D2 and R_alpha(S||P) <= w D3 + D1.
 
 **Theorem 65 (underdamped)** only bounds the discretization (no convergence of the
-continuous underdamped dynamics is proved, spec §3.3): see
+continuous underdamped dynamics is proved in the thesis): see
 :func:`thm65_max_step`.
 
-**Chaining (spec §3.5).** Links P_D ~ S_D ~ S_D' ~ P_D' with guarantees
+**Chaining (thesis §3.2).** Links P_D ~ S_D ~ S_D' ~ P_D' with guarantees
 (eps_i, delta_i) compose to (sum eps_i, sum_i e^(eps_1+...+eps_(i-1)) delta_i);
-three equal links give (3 eps, (1 + e^eps + e^2eps) delta) (spec O-19; the
+three equal links give (3 eps, (1 + e^eps + e^2eps) delta) (the
 thesis's "(3 eps, 3 delta)" is the small-eps approximation).
 """
 
@@ -208,7 +209,7 @@ def thm65_max_step(
     """Largest eta meeting the conditions in the proof of Thm 65 (underdamped discretization).
 
     exp(3 mu tau^2 k alpha'(alpha'-1) M^2 c^2 eta^2 / 4) < 2 and eta <= gamma/(mu M)
-    (spec §3.3; the thesis's "L" there is the smoothness M). With these, the
+    (the thesis's "L" there is the smoothness M). With these, the
     discrete and continuous underdamped chains are close in Renyi divergence of
     order alpha' (as in Thm 52); the continuous chain's convergence is unproved.
     """

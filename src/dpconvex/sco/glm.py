@@ -1,8 +1,8 @@
 """GLM losses l(w; (z, y)) = f(<z, w>; y) in l_p geometry, and their declared constants.
 
-Spec/dp-sco.md §2.8: with rows ||z||_q <= R (q the dual index of the geometry),
-L = sup|f'| * R and beta = sup f'' * R^2 w.r.t. ||.||_p, and the Hessian
-f'' z z^T has rank 1, so r = min(d, 2) in Algorithms 1-2. The row bound R is
+With rows ||z||_q <= R (q the dual index of the geometry), L = sup|f'| * R and
+beta = sup f'' * R^2 w.r.t. ||.||_p, and the Hessian f'' z z^T has rank 1, so
+r = min(d, 2) in Algorithms 1-2 of Su, Zhao & Wang (arXiv 2303.18047). The row bound R is
 *declared* by the caller and checked; it is never read off the data.
 """
 
@@ -21,7 +21,8 @@ class LinearLoss(GLMLoss):
     """f(u; y) = -y u with |y| <= 1: linear optimization over C (f' = -y, f'' = 0).
 
     Its population risk is -<E[y z], w>, closed form; its Hessian is zero, so the
-    objective-perturbation condition lam >= r beta / (eps n) of seed 002 Alg. 1 holds
+    objective-perturbation condition lam >= r beta / (eps n) of Su, Zhao & Wang
+    (arXiv 2303.18047), Alg. 1, holds
     for every lam (r = 0).
     """
 
@@ -100,7 +101,7 @@ class GLMData:
         self.X, self.y = X, y
         self.n, self.d = X.shape
 
-    # -- declared constants (spec §2.8) --------------------------------------------
+    # -- declared constants (L = sup|f'| R, beta = sup f'' R^2) ---------------------
     @property
     def smoothness(self) -> float:
         """beta = sup f'' * R^2 (w.r.t. ||.||_p when rows are bounded in ||.||_q)."""

@@ -1,16 +1,16 @@
-"""Algorithms 4 and 7 of seed 002: truncated DP mirror descent for heavy-tailed gradients.
+"""Algorithms 4 and 7 of Su, Zhao & Wang: truncated DP mirror descent, heavy-tailed gradients.
 
-Seed 002 (``002_86f3f2e03b6ee391.txt``) §5.2: Algorithm 4 (Shuffled Truncated DP Mirror
+Su, Zhao & Wang (arXiv 2303.18047), §5.2: Algorithm 4 (Shuffled Truncated DP Mirror
 Descent; privacy Thm 9, utility Thm 10) and Appendix B.6, Algorithm 7 (Truncated DP
-Batched Mirror Descent; Thm 11/16); digest spec/dp-sco.md §3.6-3.7.
+Batched Mirror Descent; Thm 11/16).
 
 Setting C: loss convex and beta-smooth in ||.||_p over a bounded set, gradients with
 bounded variance only (no Lipschitz constant). Per-sample gradients whose dual norm
 exceeds beta M + lam are *set to zero* (truncation), which bounds the sensitivity.
 The constraint set is C = {||w||_s <= radius} with s the mirror map's index (s = p when
-p >= 1 + 1/(2 ln d)), so the constrained mirror step has a closed form (spec §2.5);
+p >= 1 + 1/(2 ln d)), so the constrained mirror step has a closed form;
 M is its ||.||_p-diameter. The truncation analysis assumes an interior population
-minimizer (spec §1.4).
+minimizer.
 """
 
 from __future__ import annotations
@@ -116,9 +116,10 @@ def batched_truncated_mirror_descent(
     calibration: str = "accountant",
     random_state=None,
 ) -> Release:
-    """Algorithm 7 of seed 002: (epsilon, delta)-DP for any 0 < epsilon < 1 (Thm 16).
+    """Algorithm 7 of Su et al.: (epsilon, delta)-DP for any 0 < epsilon < 1 (Thm 16).
 
-    Data are cut into T disjoint batches (any partition is allowed, spec §6.4 D14; we use
+    Data are cut into T disjoint batches (any partition is allowed: the printed
+    "divide the permuted data" has no permutation step; we use
     consecutive blocks of sizes floor(n/T) or ceil(n/T)); step t truncates the per-sample
     gradients at w_{t-1}, adds one GG noise vector Z^t to the batch mean and takes the
     constrained mirror step with inverse step size gamma. Output: the average of
@@ -127,8 +128,8 @@ def batched_truncated_mirror_descent(
     Privacy: the truncated batch mean has replace-one ||.||_q-sensitivity
     2 (beta M + lam) / b with b the smallest batch; batches are disjoint, so the run is
     one GG mechanism (parallel composition). ``calibration="paper"``: Lemma 3,
-    sigma^2 = 8 kappa (beta M + lam)^2 log(1/delta) / (b^2 eps^2) (spec §3.7's explicit
-    version); ``"accountant"``: the smallest sigma whose PLD meets (epsilon, delta)
+    sigma^2 = 8 kappa (beta M + lam)^2 log(1/delta) / (b^2 eps^2) (Lemma 3 made explicit);
+    ``"accountant"``: the smallest sigma whose PLD meets (epsilon, delta)
     (the same Lemma 3 family, so nearly the same sigma unless p = 2, when the exact
     Gaussian profile is used).
 
@@ -136,11 +137,11 @@ def batched_truncated_mirror_descent(
     (kappa (d log(1/delta))^(1/4)))^(2/3), raised to max(beta, 1) M (Thm 16's n
     condition); T = c_T n eps / (M lam sqrt(d log(1/delta))) in [1, n]; gamma =
     max(sqrt(T), 2 beta) (``step_scale`` overrides gamma; the 2 beta floor is the
-    stability condition gamma_t >= 2 beta of Alg. 4's proof, spec D16).
+    stability condition gamma_t >= 2 beta of Alg. 4's proof, not stated in Thm 10).
     """
     epsilon, delta = check_privacy(epsilon, delta, calibration)
     if epsilon >= 1 and calibration == "accountant":
-        raise ValueError("Algorithm 7 is analysed for 0 < epsilon < 1 (seed 002 Thm 16)")
+        raise ValueError("Algorithm 7 is analysed for 0 < epsilon < 1; use a smaller epsilon")
     data, reg, phi, radius, M = _setup(X, y, loss, p, radius, row_bound)
     n, d = data.n, data.d
     beta = data.smoothness
@@ -193,7 +194,7 @@ def batched_truncated_mirror_descent(
         radius=radius,
     )
     info = _info(
-        "Truncated DP Batched Mirror Descent (seed 002 Alg. 7)",
+        "Truncated DP Batched Mirror Descent (Su, Zhao & Wang, Alg. 7)",
         calibration, spent, spent_pld, epsilon, delta, sigma, len(batches), lam, threshold,
         gamma, M, reg, truncated / n,
     )  # fmt: skip
@@ -203,7 +204,7 @@ def batched_truncated_mirror_descent(
 def alg4_max_epsilon(n: int, delta: float) -> float:
     """Largest epsilon Algorithm 4 accepts: the shuffle bound at eps0 = 1/2 and delta/2.
 
-    Seed 002 Thm 9 makes Algorithm 4 private only for eps = O(sqrt(log(n/delta)/n)); with
+    Su et al., Thm 9, make Algorithm 4 private only for eps = O(sqrt(log(n/delta)/n)); with
     the explicit constants of :func:`dpconvex.sco.events.shuffle_epsilon` and the
     proof's eps0 <= 1/2, that range is eps <= shuffle_epsilon(n, 1/2, delta/2)
     (0 when the closed form is not valid at eps0 = 1/2, i.e. n < 16 e^(1/2) log(8/delta)).
@@ -233,7 +234,7 @@ def shuffled_truncated_mirror_descent(
     calibration: str = "accountant",
     random_state=None,
 ) -> Release:
-    """Algorithm 4 of seed 002: (epsilon, delta)-DP only for eps <= :func:`alg4_max_epsilon`.
+    """Algorithm 4 of Su et al.: (epsilon, delta)-DP only for eps <= :func:`alg4_max_epsilon`.
 
     A secret uniform permutation, T batches, per-sample truncated gradients each with
     its *own* GG noise (a local randomizer), the constrained mirror step with
@@ -244,7 +245,7 @@ def shuffled_truncated_mirror_descent(
     Privacy (Thm 9): each noisy truncated gradient is an (eps0, delta0)-DP local
     randomizer (Lemma 3, replace-one sensitivity 2 (beta M + lam)), chosen adaptively,
     applied to a shuffled dataset, and shuffling amplifies (Lemma 16).
-    ``calibration="paper"``: the explicit recipe of spec §3.6 — delta_hat = delta/2,
+    ``calibration="paper"``: the proof's recipe made explicit — delta_hat = delta/2,
     eps0 <= 1/2 the largest local epsilon whose shuffle bound at delta_hat is <= eps,
     delta0 = delta / (2 (e^eps + 1)(1 + e^-eps0 / 2) n), sigma from Lemma 3 at
     (eps0, delta0). ``"accountant"`` (default): the smallest sigma for which the PLD
@@ -254,7 +255,8 @@ def shuffled_truncated_mirror_descent(
     Settings (Thm 10; utility only): lam = c_lambda sigma_g sqrt(n eps) /
     (kappa^2 d log(1/delta))^(1/4) with sigma_g = ``gradient_std`` (Assumption 4's
     declared bound; used for tuning only), raised to max(beta, 1) M; T = c_T M^2 n^2 eps^2 /
-    (lam^2 d log(1/delta)) in [1, n]; gamma = max(sqrt(T), 2 beta) (spec D16).
+    (lam^2 d log(1/delta)) in [1, n]; gamma = max(sqrt(T), 2 beta) (the proof's
+    gamma_t >= 2 beta).
     """
     epsilon, delta = check_privacy(epsilon, delta, calibration)
     data, reg, phi, radius, M = _setup(X, y, loss, p, radius, row_bound)
@@ -263,7 +265,7 @@ def shuffled_truncated_mirror_descent(
     if epsilon > limit:
         raise ValueError(
             f"Algorithm 4 is private only for epsilon <= {limit:.4g} at n={n}, delta={delta:g} "
-            "(seed 002 Thm 9: eps = O(sqrt(log(n/delta)/n)), local eps0 <= 1/2); "
+            "(its shuffle analysis needs local eps0 <= 1/2); "
             "use batched_truncated_mirror_descent (Algorithm 7) for larger epsilon"
         )
     beta = data.smoothness
@@ -328,7 +330,7 @@ def shuffled_truncated_mirror_descent(
         data, phi, reg, batches, noisy_mean, threshold=threshold, gamma=gamma, radius=radius
     )
     info = _info(
-        "Shuffled Truncated DP Mirror Descent (seed 002 Alg. 4)",
+        "Shuffled Truncated DP Mirror Descent (Su, Zhao & Wang, Alg. 4)",
         calibration, spent, spent_pld, epsilon, delta, sigma, len(batches), lam, threshold,
         gamma, M, reg, truncated / n,
         local_epsilon_paper=eps0, local_delta_paper=delta0, max_epsilon=limit,

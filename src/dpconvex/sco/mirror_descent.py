@@ -1,14 +1,14 @@
-"""Algorithm 3 of seed 002: Noisy Regularized Mirror Descent in unconstrained l_p^d, 1 < p <= 2.
+"""Algorithm 3 of Su, Zhao & Wang: Noisy Regularized Mirror Descent, unconstrained l_p^d.
 
-Seed 002 (``002_86f3f2e03b6ee391.txt``) §5.1, Algorithm 3; privacy Thm 6, utility Thm 7;
-digest spec/dp-sco.md §3.4. With Phi the p-norm mirror map (1-strongly convex in
+Su, Zhao & Wang (arXiv 2303.18047), §5.1, Algorithm 3 for 1 < p <= 2; privacy Thm 6,
+utility Thm 7. With Phi the p-norm mirror map (1-strongly convex in
 ||.||_p) and full-batch gradients,
 
     w_{t+1} = argmin_w <grad L^(w_t) + g_t, w - w_t> + beta D_Phi(w, w_t) + alpha Phi(w),
 
 g_t ~ GG_{||.||_r}(0, sigma^2) fresh each step, output the weighted average of w_2..w_{T+1}
 with weights ((2 beta + alpha) / (2 beta))^t. p = 2 is allowed: Phi = ||w||^2/2, the
-noise is Gaussian and each step is a regularized gradient step (spec §7.4 item 21).
+noise is Gaussian and each step is a regularized gradient step.
 """
 
 from __future__ import annotations
@@ -46,12 +46,12 @@ def mirror_descent_settings(
     c_T: float = 10.0,
     c_alpha: float = 1.0,
 ) -> tuple[int, float]:
-    """(T, alpha) of Thm 7 in the proof's version (spec §3.4, §6.4 D7), times c_T and c_alpha.
+    """(T, alpha) of Thm 7 as in its proof (not its statement), times c_T and c_alpha.
 
     T = c_T (n eps sqrt(kappa) / sqrt(d log(1/delta)))^(2/5), rounded, within [1, n/2];
     alpha = c_alpha 4 beta log2(n/T) / (T + 1), capped at beta (the proof assumes
     alpha <= beta). The constants only affect utility, never privacy; with the literal
-    c_T = 1 the regularization bias dominates (spec §4: "Algorithm 3 barely moves"),
+    c_T = 1 the regularization bias dominates (Algorithm 3 barely moves),
     hence the default c_T = 10.
     """
     kappa = lp_regularity(p, d).kappa
@@ -82,24 +82,24 @@ def noisy_mirror_descent(
     calibration: str = "accountant",
     random_state=None,
 ) -> Release:
-    """Algorithm 3 of seed 002: (epsilon, delta)-DP for convex, smooth, Lipschitz GLM losses.
+    """Algorithm 3 of Su et al.: (epsilon, delta)-DP for convex, smooth, Lipschitz GLM losses.
 
     Rows must satisfy ||z_i||_q <= ``row_bound`` (q = p/(p-1), declared and checked), so
-    L = sup|f'| R and beta = sup f'' R^2 w.r.t. ||.||_p (spec §2.8). Utility (Thm 7):
+    L = sup|f'| R and beta = sup f'' R^2 w.r.t. ||.||_p. Utility (Thm 7):
     O~(kappa^(4/5) (sqrt(d log(1/delta)) / (n eps))^(2/5)).
 
     Departures from the printed box, each for a stated reason:
 
-    * mirror map index s = 1 + 1/kappa_plus, not kappa/(kappa-1) (spec §6.4 D4;
+    * mirror map index s = 1 + 1/kappa_plus, not kappa/(kappa-1) (a correction:
       the printed map is not strongly convex in ||.||_p): see
       :func:`dpconvex.sco.geometry.mirror_map`;
-    * noise with kappa = (r-1) d^(2(1/r - 1/q)) (spec D5), the constant Lemma 3 needs for
-      ||.||_+ = ||.||_r;
+    * noise with kappa = (r-1) d^(2(1/r - 1/q)) (the paper states kappa three ways),
+      the constant Lemma 3 needs for ||.||_+ = ||.||_r;
     * ``calibration="paper"``: sigma^2 = 64 kappa L^2 T ln(2T/delta) ln(4/delta) /
       (n^2 eps^2), i.e. Lemma 3 per step at the per-step budget of Lemma 1 (advanced
       composition, applied at delta/2 since it yields 2 delta in total). The printed
       sigma^2 = 64 L^2 kappa T log(1/delta) / (n^2 eps^2) omits the composition's log
-      factor (spec D6) and is not used;
+      factor (a misprint) and is not used;
     * ``calibration="accountant"`` (default): the smallest sigma for which the T-fold
       composition of the per-step GG mechanism, priced by Lemma 3's whole (eps, delta)
       family through its privacy-loss distribution, meets (epsilon, delta). Same
@@ -165,7 +165,7 @@ def noisy_mirror_descent(
         num += weight * w
         den += weight
     info = {
-        "algorithm": "Noisy Regularized Mirror Descent (seed 002 Alg. 3)",
+        "algorithm": "Noisy Regularized Mirror Descent (Su, Zhao & Wang, Alg. 3)",
         "calibration": calibration,
         "epsilon": spent,
         "epsilon_pld": spent_pld,

@@ -1,8 +1,7 @@
-"""Algorithms 1 and 2 of seed 002: approximate objective perturbation over a convex set C.
+"""Algorithms 1 and 2 of Su, Zhao & Wang: approximate objective perturbation over a set C.
 
-Seed 002 (``002_86f3f2e03b6ee391.txt``) §4, Algorithm 1 (App-ObjP, convex; privacy Thm 1,
-utility Thm 2) and Algorithm 2 (App-ObjP-SC, strongly convex; Thms 3-4); digest
-spec/dp-sco.md §3.2-3.3:
+Su, Zhao & Wang (arXiv 2303.18047), §4, Algorithm 1 (App-ObjP, convex; privacy Thm 1,
+utility Thm 2) and Algorithm 2 (App-ObjP-SC, strongly convex; Thms 3-4):
 
 1. G ~ N(0, sigma_1^2 I); J(w) = L^(w) + <G, w>/n + lam ||w||_2^2;
 2. theta_2 in C with J(theta_2) - min_C J <= alpha, *certified* (:mod:`.solver`);
@@ -155,7 +154,7 @@ def approx_objective_perturbation(
     random_state=None,
     max_iter: int = 100_000,
 ) -> Release:
-    """Algorithm 1 of seed 002 (App-ObjP): (epsilon, delta)-DP, proper, for convex GLM losses.
+    """Algorithm 1 of Su et al. (App-ObjP): (epsilon, delta)-DP, proper, for convex GLM losses.
 
     Privacy: Thm 1 (via Lemma 5 and the Gaussian mechanism); utility: Thm 2,
     O(L G_C sqrt(log(1/delta)) / (eps n) + L ||C||_2 / sqrt(n)).
@@ -171,7 +170,7 @@ def approx_objective_perturbation(
         accuracy: alpha; default Thm 2's min{L ||C|| / n^1.5,
             eps^2 L ||C||^3 / (G_C^2 log(1/delta) n^2.5)}.
         calibration: ``"paper"``: sigma_1^2 = 128 L^2 log(2.5/delta) / eps^2 (Alg. 1's
-            value, the most conservative of the paper's three: spec §6.4 D1) and
+            value, the most conservative of the three the paper prints) and
             sigma_2^2 = 64 alpha log(2.5/delta) / (lam eps^2) exactly as printed;
             ``"accountant"`` (default): H calibrated by the analytic Gaussian at
             ((eps - eps_min)/2, delta/2) with the tight sensitivity
@@ -199,7 +198,7 @@ def approx_objective_perturbation(
     if lam < need:
         raise ValueError(
             f"lam={lam:.4g} is below r beta / (eps n) = {need:.4g}: Algorithm 1 is not "
-            "private there (seed 002 Thm 1)"
+            "private there; pass a larger lam or leave it None"
         )
     if accuracy is None:
         width = constraint.gaussian_width()
@@ -228,7 +227,7 @@ def approx_objective_perturbation(
         calibration=calibration,
         rng=make_rng(random_state),
         max_iter=max_iter,
-        algorithm="App-ObjP (seed 002 Alg. 1)",
+        algorithm="App-ObjP (Su, Zhao & Wang, Alg. 1)",
     )
 
 
@@ -248,14 +247,14 @@ def approx_objective_perturbation_sc(
     random_state=None,
     max_iter: int = 100_000,
 ) -> Release:
-    """Algorithm 2 of seed 002 (App-ObjP-SC) for l(w; x) = f(<z, w>; y) + (mu/2)||w||_2^2.
+    """Algorithm 2 of Su et al. (App-ObjP-SC) for l(w; x) = f(<z, w>; y) + (mu/2)||w||_2^2.
 
     ``strong_convexity`` = mu, the l2 modulus (declared, data-free); Delta = mu C_min^2 is
     the modulus in ||.||_C (Lemma 10). Privacy: Thm 3; utility: Thm 4,
     O(L^2 ||C||^2 / (Delta n) + G_C^2 L^2 log(1/delta) / (Delta n^2 eps^2)) (first term as in
-    the proof and abstract, spec §6.4 D3).
+    the proof and abstract; the statement's extra 1/eps is a misprint).
 
-    Departure from the printed box (spec §3.3): lam = max(r beta / (eps n) - mu / 2, 0)
+    Departure from the printed box: lam = max(r beta / (eps n) - mu / 2, 0)
     instead of max(r beta / (eps n) - Delta, 0). The loss's own ridge (mu/2)||w||^2 is
     moved into J's regularizer, which is then lam + mu/2 >= r beta / (eps n): exactly
     Algorithm 1's condition, so Lemma 5 at (eps/2, delta/2) applies with L the Lipschitz
@@ -310,5 +309,5 @@ def approx_objective_perturbation_sc(
         calibration=calibration,
         rng=make_rng(random_state),
         max_iter=max_iter,
-        algorithm="App-ObjP-SC (seed 002 Alg. 2)",
+        algorithm="App-ObjP-SC (Su, Zhao & Wang, Alg. 2)",
     )

@@ -1,8 +1,7 @@
-"""Algorithm 6 of seed 002: Phased DP-SGD (Feldman-Koren-Talwar 2020), unconstrained, p >= 2.
+"""Algorithm 6 of Su, Zhao & Wang: Phased DP-SGD (Feldman-Koren-Talwar 2020), p >= 2.
 
-Seed 002 (``002_86f3f2e03b6ee391.txt``) Appendix B, Algorithm 6 and Lemma 14; used for
-l_p^d with 2 <= p <= inf by running it in Euclidean geometry (Thm 8 / Thm 15);
-digest spec/dp-sco.md §3.5.
+Su, Zhao & Wang (arXiv 2303.18047), Appendix B, Algorithm 6 and Lemma 14, unconstrained;
+used for l_p^d with 2 <= p <= inf by running it in Euclidean geometry (Thm 8 / Thm 15).
 
 k = ceil(log2 n) phases on disjoint consecutive subsets S_i of n_i = floor(2^-i n)
 samples; phase i runs one pass of SGD with step eta_i = 4^-i eta from the previous
@@ -30,7 +29,7 @@ def sgd_pass_average(data: GLMData, rows: np.ndarray, w0: np.ndarray, eta: float
 
     The noiseless phase of Algorithm 6 (steps 5-8). For convex beta-smooth losses and
     eta <= 2/beta each step is non-expansive, so replacing one row moves the average by
-    at most 2 L eta (spec §7.3 item 18; tested).
+    at most 2 L eta (tested).
     """
     w = np.array(w0, dtype=float)
     total = w.copy()
@@ -54,7 +53,7 @@ def phased_dpsgd(
     calibration: str = "accountant",
     random_state=None,
 ) -> Release:
-    """Algorithm 6 of seed 002 (Phased DP-SGD): (epsilon, delta)-DP, any 2 <= p <= inf.
+    """Algorithm 6 of Su et al. (Phased DP-SGD): (epsilon, delta)-DP, any 2 <= p <= inf.
 
     Rows must satisfy ||z_i||_q <= ``row_bound`` with q = p/(p-1) <= 2 (declared,
     checked); then ||z||_2 <= ||z||_q, so the loss is L = sup|f'| R-Lipschitz and
@@ -79,7 +78,7 @@ def phased_dpsgd(
     delta = v.probability_open("delta", delta)
     if epsilon > 2.0 * math.log(1.0 / delta):
         raise ValueError(
-            f"Lemma 14 of seed 002 covers epsilon <= 2 log(1/delta) = "
+            f"Phased DP-SGD is analysed for epsilon <= 2 log(1/delta) = "
             f"{2 * math.log(1 / delta):.4g}; got {epsilon}"
         )
     if calibration == "paper" and delta > 0.8:
@@ -123,7 +122,7 @@ def phased_dpsgd(
         w = sgd_pass_average(data, rows, w, eta_i)
         w = w + rng.normal(0.0, multiplier * 2.0 * lipschitz * eta_i, d)
     info = {
-        "algorithm": "Phased DP-SGD (seed 002 Alg. 6)",
+        "algorithm": "Phased DP-SGD (Su, Zhao & Wang, Alg. 6)",
         "calibration": calibration,
         "epsilon": spent,
         "epsilon_pld": spent_pld,

@@ -1,13 +1,13 @@
-"""Noise calibration for seed 002's algorithms: the paper's formulas and the accountant's.
+"""Noise calibration for the algorithms of Su, Zhao & Wang: the paper's formulas and ours.
 
-``calibration="paper"`` reproduces the paper's recipes (with the corrections of
-spec/dp-sco.md §6.4): Lemma 3 for the Generalized Gaussian mechanism, Lemma 1
-(advanced composition) across steps, basic composition across the parts of a
-mechanism. ``calibration="accountant"`` keeps the same per-mechanism lemmas but
-composes them by their privacy-loss distributions (:mod:`dpconvex.sco.events`),
-and calibrates the noise with :func:`dpconvex.accounting.calibrate`, which returns
-the safe side: the epsilon reported for the returned noise never exceeds the
-target.
+``calibration="paper"`` reproduces the recipes of Su, Zhao & Wang (arXiv 2303.18047),
+taking the safe side where the paper prints inconsistent constants: Lemma 3 for the
+Generalized Gaussian mechanism, Lemma 1 (advanced composition) across steps, basic
+composition across the parts of a mechanism. ``calibration="accountant"`` keeps the
+same per-mechanism lemmas but composes them by their privacy-loss distributions
+(:mod:`dpconvex.sco.events`), and calibrates the noise with
+:func:`dpconvex.accounting.calibrate`, which returns the safe side: the epsilon
+reported for the returned noise never exceeds the target.
 """
 
 from __future__ import annotations
@@ -35,14 +35,14 @@ def check_privacy(epsilon: float, delta: float, calibration: str) -> tuple[float
     delta = v.probability_open("delta", delta)
     if check_calibration(calibration) == "paper" and epsilon >= 1:
         raise ValueError(
-            f"the paper's calibration is proved for 0 < epsilon < 1 (seed 002, Lemmas 1-3); "
+            f"the paper's calibration is proved for 0 < epsilon < 1 only; "
             f"got epsilon={epsilon}: use calibration='accountant'"
         )
     return epsilon, delta
 
 
 def gg_sigma(epsilon: float, delta: float, sensitivity: float, kappa: float) -> float:
-    """sigma = sqrt(2 kappa log(1/delta)) s / eps: the GG mechanism of seed 002 Lemma 3.
+    """sigma = sqrt(2 kappa log(1/delta)) s / eps: the GG mechanism of Su et al., Lemma 3.
 
     (eps, delta)-DP for a query of ||.||_*-sensitivity s, noise GG_{||.||_+}(0, sigma^2),
     0 < eps < 1. With kappa = 1 and ||.||_+ = ||.||_2 this is a Gaussian mechanism;
@@ -50,7 +50,7 @@ def gg_sigma(epsilon: float, delta: float, sensitivity: float, kappa: float) -> 
     """
     epsilon = v.positive("epsilon", epsilon)
     if epsilon >= 1:
-        raise ValueError(f"Lemma 3 of seed 002 needs epsilon < 1, got {epsilon}")
+        raise ValueError(f"the Generalized Gaussian calibration needs epsilon < 1, got {epsilon}")
     delta = v.probability_open("delta", delta)
     return math.sqrt(2.0 * kappa * math.log(1.0 / delta)) * v.positive("s", sensitivity) / epsilon
 
@@ -58,14 +58,14 @@ def gg_sigma(epsilon: float, delta: float, sensitivity: float, kappa: float) -> 
 def advanced_composition_step(epsilon: float, delta: float, steps: int) -> tuple[float, float]:
     """Per-step (eps', delta') whose ``steps``-fold composition is (epsilon, delta)-DP.
 
-    Seed 002 Lemma 1 (Dwork-Rothblum-Vadhan): eps' = eps / (2 sqrt(2T ln(2/d))) and
-    delta' = d / T give (eps, 2d) in total (spec §6.4 D18), so it is applied with
+    Su et al., Lemma 1 (Dwork-Rothblum-Vadhan): eps' = eps / (2 sqrt(2T ln(2/d))) and
+    delta' = d / T give (eps, 2d) in total (the lemma's delta is 2d, not d), so it is applied with
     d = delta / 2: eps' = eps / (2 sqrt(2T ln(4/delta))), delta' = delta / (2T).
     Needs 0 < epsilon < 1.
     """
     epsilon = v.positive("epsilon", epsilon)
     if epsilon >= 1:
-        raise ValueError(f"Lemma 1 of seed 002 needs epsilon < 1, got {epsilon}")
+        raise ValueError(f"advanced composition here needs epsilon < 1, got {epsilon}")
     delta = v.probability_open("delta", delta)
     steps = v.positive_int("steps", steps)
     return epsilon / (2.0 * math.sqrt(2.0 * steps * math.log(4.0 / delta))), delta / (2.0 * steps)

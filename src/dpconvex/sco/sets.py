@@ -1,11 +1,11 @@
 """Constraint sets of the Euclidean setting with their projections and Gaussian widths.
 
-Seed 002 (``002_86f3f2e03b6ee391.txt``) §4 measures Algorithms 1-2 by the Gaussian
+Su, Zhao & Wang (arXiv 2303.18047), §4, measure Algorithms 1-2 by the Gaussian
 width G_C = E sup_{w in C} <xi, w>, xi ~ N(0, I_d), and the diameter ||C||_2
-(a diameter, not a radius: spec/dp-sco.md §1.3, §6.3). Projections are the
-Euclidean ones of spec §2.6 (l1 ball and simplex by sort-and-threshold, Duchi et
-al. 2008). Widths are exact: closed forms, or one-dimensional quadrature of the
-law of a maximum of d Gaussians (spec §1.5).
+(a diameter, not a radius: ||C||_2 = 2 for the unit balls). Projections are
+Euclidean (l1 ball and simplex by sort-and-threshold, Duchi et al. 2008). Widths
+are exact: closed forms, or one-dimensional quadrature of the law of a maximum of
+d Gaussians.
 """
 
 from __future__ import annotations
@@ -72,7 +72,7 @@ class ConstraintSet(ABC):
     @property
     @abstractmethod
     def diameter(self) -> float:
-        """||C||_2 = max_{w, w' in C} ||w - w'||_2 (seed 002 §2)."""
+        """||C||_2 = max_{w, w' in C} ||w - w'||_2 (Su et al., §2)."""
 
     @property
     @abstractmethod
@@ -81,10 +81,10 @@ class ConstraintSet(ABC):
 
     @abstractmethod
     def gaussian_width(self) -> float:
-        """G_C = E sup_{w in C} <xi, w>, xi ~ N(0, I_d) (seed 002 §4, exact)."""
+        """G_C = E sup_{w in C} <xi, w>, xi ~ N(0, I_d) (Su et al., §4, exact)."""
 
     def inner_radius(self) -> float:
-        """C_min = min{||v||_2 : v on the boundary of C} (seed 002 Lemma 10; symmetric sets)."""
+        """C_min = min{||v||_2 : v on the boundary of C} (Su et al., Lemma 10; symmetric)."""
         raise NotImplementedError
 
     def contains(self, x: np.ndarray, tol: float = 1e-9) -> bool:

@@ -1,10 +1,10 @@
 """Certified optimizer O(J, alpha) of Algorithms 1-2: accelerated projected gradient.
 
-Privacy of Algorithms 1 and 2 (seed 002, proof of Thm 1) needs
+Privacy of Algorithms 1 and 2 of Su, Zhao & Wang (arXiv 2303.18047, proof of Thm 1) needs
 J(theta_2) - min_C J <= alpha to hold *with certainty*: the output noise is
 calibrated to the sensitivity 2 sqrt(2 alpha / mu_J) of theta_2 - theta_1, which
 follows from it. A stochastic solver's in-expectation guarantee does not suffice
-(spec/dp-sco.md §2.7). We run Nesterov's accelerated projected gradient for
+(it holds only on average). We run Nesterov's accelerated projected gradient for
 mu-strongly convex, L_f-smooth J and stop only when the gradient-mapping
 certificate proves the accuracy:
 
