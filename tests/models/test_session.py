@@ -205,3 +205,19 @@ def test_a_refit_on_the_same_dask_array_warns():
     model = DPLogisticRegression(method="amp")
     model.fit(Xd, yd)
     assert _caught(RepeatedFitWarning, lambda: model.fit(Xd, yd))
+
+
+@pytest.mark.dask
+def test_a_refit_of_a_pipeline_on_the_same_dask_dataframe_warns():
+    dd = pytest.importorskip("dask.dataframe")
+    pd = pytest.importorskip("pandas")
+    from dpconvex import TableEncoder, make_private_pipeline
+
+    X, y = _data(n=400)
+    # a column called "name": the frame's .name would be that column, not the graph's
+    frame = dd.from_pandas(pd.DataFrame({"a": X[:, 0], "name": X[:, 1]}), npartitions=2)
+    schema = {"columns": [{"name": c, "type": "numeric", "bounds": [-5, 5]} for c in ("a", "name")]}
+    pipe = make_private_pipeline(TableEncoder(schema), DPLogisticRegression(method="amp"))
+    yd = dd.from_pandas(pd.Series(y), npartitions=2)
+    pipe.fit(frame, yd)
+    assert _caught(RepeatedFitWarning, lambda: pipe.fit(frame, yd))

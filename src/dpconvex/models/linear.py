@@ -315,7 +315,9 @@ class _DPLinearModel(BaseEstimator):
         self.delta_ = float(self.delta)
 
     def _validated(self, X, y, **kwargs):
-        """validate_data for in-memory input; row-chunked dask arrays pass through lazily."""
+        """validate_data for in-memory input; row-chunked dask arrays pass through lazily
+        (dask DataFrames and Series as such arrays, the columns' names kept)."""
+        X, y = _dask_inputs(self, X, y, reset=True)
         if is_dask_array(X):
             from ..optim.solvers import WARM_START_ROWS
             from ..scale.fit import cache_inputs, check_dask_inputs
@@ -340,6 +342,7 @@ class _DPLinearModel(BaseEstimator):
 
     def _linear(self, X) -> np.ndarray:
         check_is_fitted(self)
+        X, _ = _dask_inputs(self, X, None, reset=False)
         if is_dask_array(X):
             from ..scale.fit import linear_scores
 
@@ -554,6 +557,40 @@ class DPLogisticRegression(ClassifierMixin, _DPLinearModel):
 
     def predict_log_proba(self, X):
         return np.log(self.predict_proba(X))
+
+
+def _dask_inputs(est, X, y, *, reset: bool):
+    """(X, y) with a dask DataFrame ``X`` as a row-chunked dask array and a dask Series
+    ``y`` as a dask array; the frame's column names checked or kept as scikit-learn does
+    for pandas (``feature_names_in_``). Anything else is returned as given."""
+    from ..scale.fit import frame_rows, is_dask_frame, series_labels
+
+    if is_dask_frame(y):
+        y = series_labels(y)
+    if is_dask_frame(X):
+        _frame_names(est, [c for c in X.columns] if X.ndim == 2 else [], reset)
+        X = frame_rows(X)
+    elif is_dask_array(X) and reset:  # no names: a fit forgets earlier ones
+        _frame_names(est, [None], reset)
+    return X, y
+
+
+def _frame_names(est, columns: list, reset: bool) -> None:
+    """Set (``reset``) or check ``feature_names_in_`` as scikit-learn does for a pandas
+    DataFrame: the column names when every one is a string, else none."""
+    names = np.asarray(columns, dtype=object) if all(isinstance(c, str) for c in columns) else None
+    if reset:
+        if names is not None:
+            est.feature_names_in_ = names
+        elif hasattr(est, "feature_names_in_"):
+            del est.feature_names_in_
+        return
+    fitted = getattr(est, "feature_names_in_", None)
+    if fitted is not None and names is not None and not np.array_equal(names, fitted):
+        raise ValueError(
+            "the columns of X differ from those seen in fit (names or order); give X the "
+            "fitted columns, in the order of feature_names_in_"
+        )
 
 
 def _target_bounds(y_bound, y_bounds) -> tuple[float, float]:

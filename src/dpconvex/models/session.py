@@ -471,6 +471,18 @@ def _user_stacklevel(max_depth: int = 200) -> int:
 
 
 # -- the entry point ------------------------------------------------------------------------
+def _dask_name(rows) -> str | None:
+    """The graph name of a dask collection (array, DataFrame or Series), else None.
+
+    ``_name`` rather than ``name``: a dask DataFrame's ``name`` is a column's name
+    when it has a column called "name", and a Series' is its label.
+    """
+    if not hasattr(rows, "dask"):
+        return None
+    name = getattr(rows, "_name", None)
+    return name if isinstance(name, str) else None
+
+
 def observe(event: DpEvent, *, rows=None, delta: float | None = None) -> None:
     """Record one private fit's event and the rows it reads; warn the data owner.
 
@@ -481,7 +493,7 @@ def observe(event: DpEvent, *, rows=None, delta: float | None = None) -> None:
     if _INNER.get():
         return
     delta = 0.0 if delta is None else float(delta)
-    name = getattr(rows, "name", None) if hasattr(rows, "dask") else None
+    name = _dask_name(rows)
     keys = row_keys(rows)
     keys = None if keys is None else _sorted_unique(keys)
     selection, unpriced = _callers()
@@ -557,7 +569,7 @@ def session_spent(X=None, *, delta: float | None = None, accounting: str = "auto
     """
     if accounting not in ("auto", "pld", "rdp"):
         raise ValueError(f"accounting must be 'auto', 'pld' or 'rdp', got {accounting!r}")
-    name = getattr(X, "name", None) if hasattr(X, "dask") else None
+    name = _dask_name(X)
     keys = None
     if X is not None and name is None:
         keys = row_keys(X)

@@ -21,13 +21,31 @@ _MISSING_TYPES = ("NAType", "NaTType")
 _MAX_SEEN = 100_000  # distinct cells remembered per column (memory bound)
 
 
+def is_dask_table(X) -> bool:
+    """True for a dask DataFrame (read partition by partition by the encoder)."""
+    return (
+        type(X).__module__.startswith("dask.")
+        and hasattr(X, "to_delayed")
+        and getattr(X, "ndim", 0) == 2
+        and hasattr(X, "columns")
+    )
+
+
+def check_dask_table(X, schema: Schema) -> None:
+    """Refuse a dask collection the encoder cannot read, or a dask DataFrame without the
+    declared columns (checked on its metadata: nothing is read)."""
+    if not is_dask_table(X):
+        raise TypeError(
+            "a dask collection given to the encoder must be a dask DataFrame with the "
+            "schema's columns (e.g. from dpconvex.scale.data.read_frame)"
+        )
+    _frame_columns(X._meta, schema)
+
+
 def table_columns(X, schema: Schema) -> list[np.ndarray]:
     """The cells of each declared column, in schema order (by name from a data frame)."""
     if hasattr(X, "dask"):
-        raise TypeError(
-            "dask collections are not read by the encoder yet; compute the table (or a "
-            "pandas partition) first"
-        )
+        raise TypeError("dask collections are read partition by partition (by the encoder)")
     if hasattr(X, "columns") and hasattr(X, "iloc"):
         return _frame_columns(X, schema)
     try:
@@ -43,10 +61,11 @@ def table_columns(X, schema: Schema) -> list[np.ndarray]:
     return [arr[:, j] for j in range(expected)]
 
 
-def _frame_columns(frame, schema: Schema) -> list[np.ndarray]:
-    names = [str(c) for c in frame.columns]
+def _frame_columns(frame, schema: Schema, names=None) -> list[np.ndarray]:
+    """The cells of the declared columns (of those named ``names``, default all)."""
+    found = [str(c) for c in frame.columns]
     where: dict[str, int] = {}
-    for j, name in enumerate(names):
+    for j, name in enumerate(found):
         where[name] = -1 if name in where else j
     out = []
     for col in schema.columns:
@@ -55,8 +74,15 @@ def _frame_columns(frame, schema: Schema) -> list[np.ndarray]:
             raise ValueError(f"the table has no column {col.name!r} declared in the schema")
         if j < 0:
             raise ValueError(f"the table has two columns named {col.name!r}")
-        out.append(frame.iloc[:, j].to_numpy())
+        if names is None or col.name in names:
+            out.append(frame.iloc[:, j].to_numpy())
     return out
+
+
+def frame_column(frame, schema: Schema, name: str) -> np.ndarray:
+    """The cells of the declared column ``name`` of a pandas DataFrame."""
+    (cells,) = _frame_columns(frame, schema, {name})
+    return cells
 
 
 def _is_missing(cell: object, markers: frozenset) -> bool:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 import warnings
 from numbers import Real
+from typing import TYPE_CHECKING
 
 import numpy as np
 from dp_accounting.dp_event import DpEvent, NoOpDpEvent, SelfComposedDpEvent
@@ -31,10 +32,20 @@ from sklearn.utils.validation import check_is_fitted
 from .._random import RANDOM_STATE_CONSTRAINT, make_rng
 from ..accounting import MAX_EPSILON, MIN_EPSILON
 from ..models.charge import charge
-from .columns import category_codes, numeric_cells, table_columns
+from .columns import (
+    category_codes,
+    check_dask_table,
+    frame_column,
+    is_dask_table,
+    numeric_cells,
+    table_columns,
+)
 from .defaults import MAX_QUANTILE, RANK_MARGIN, default_quantiles
 from .quantile import private_quantile, quantile_event
 from .schema import Numeric, Schema, schema_from_dict
+
+if TYPE_CHECKING:
+    from dask.array import Array as DaskArray
 
 
 def _check_quantiles(quantiles) -> tuple[float, float] | None:
@@ -127,21 +138,18 @@ class TableEncoder(TransformerMixin, BaseEstimator):
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
-        """Estimate the bounds the schema leaves open; ``y`` is ignored."""
+        """Estimate the bounds the schema leaves open; ``y`` is ignored.
+
+        ``X`` is a table in memory or a dask DataFrame (see :func:`_dask_cells`); both
+        are parsed (and refused) by the same rules before anything is charged, and both
+        feed the same mechanism.
+        """
         schema = schema_from_dict(self.schema)
         quantiles = _check_quantiles(self.quantiles)
         event, each = self._plan(schema)
-        cells = table_columns(X, schema)
-        n = cells[0].shape[0]
+        n, values = _dask_cells(X, schema) if is_dask_table(X) else _memory_cells(X, schema)
         if n == 0:
             raise ValueError("X has no rows")
-        markers = frozenset(schema.missing_values)
-        values = {}
-        for col, column_cells in zip(schema.columns, cells, strict=True):
-            if isinstance(col, Numeric):  # parsed (and refused) before anything is charged
-                values[col.name] = numeric_cells(column_cells, col, markers)
-            elif col.missing == "refuse":  # the only way a categorical column refuses
-                category_codes(column_cells, col, markers)
         if quantiles is None and schema.n_estimated:
             _warn_if_thin(each, n, schema.n_estimated)
         if schema.n_estimated:
@@ -150,13 +158,14 @@ class TableEncoder(TransformerMixin, BaseEstimator):
                 event,
                 mechanism=type(self).__name__,
                 label=f"{schema.n_estimated} private bounds",
-                rows=X,  # the session record: later fits on these rows are told
+                # the session record: later fits on these rows are told
+                rows=X.to_dask_array() if is_dask_table(X) else X,
                 delta=0.0,
             )
         q_lo, q_hi = quantiles or default_quantiles(each, n)
         rng = make_rng(self.random_state)
         self.bounds_ = {
-            col.name: _bounds(col, values[col.name], (q_lo, q_hi), each, rng)
+            col.name: _bounds(col, values, (q_lo, q_hi), each, rng)
             for col in schema.columns
             if isinstance(col, Numeric)
         }
@@ -168,9 +177,17 @@ class TableEncoder(TransformerMixin, BaseEstimator):
         self.delta_ = 0.0
         return self
 
-    def transform(self, X) -> np.ndarray:
-        """Features in [-1, 1] (float64), one row per input row; see the module doc."""
+    def transform(self, X) -> np.ndarray | DaskArray:
+        """Features in [-1, 1] (float64), one row per input row; see the module doc.
+
+        A dask DataFrame gives a lazy dask array chunked as its partitions (one chunk
+        along the columns), each chunk this method's output on that partition; the
+        partitions' lengths are computed here (a pass over the rows; the number of rows is
+        public), so the estimators' dask path takes it as it is.
+        """
         check_is_fitted(self)
+        if hasattr(X, "dask"):
+            return _dask_transform(self, X)
         schema = self.schema_
         cells = table_columns(X, schema)
         n = cells[0].shape[0]
@@ -216,13 +233,85 @@ def _warn_if_thin(each: float, n: int, m: int) -> None:
         )
 
 
-def _bounds(col: Numeric, values: np.ndarray, quantiles, each: float, rng) -> tuple:
-    """(low, high) after the column's log: declared ends, and private quantiles."""
+def _memory_cells(X, schema: Schema):
+    """(n, values): the rows of a table in memory, every cell parsed (and refused) here;
+    ``values(col)`` is a numeric column as float64 (NaN where missing)."""
+    cells = table_columns(X, schema)
+    markers = frozenset(schema.missing_values)
+    values = {}
+    for col, column_cells in zip(schema.columns, cells, strict=True):
+        if isinstance(col, Numeric):
+            values[col.name] = numeric_cells(column_cells, col, markers)
+        elif col.missing == "refuse":  # the only way a categorical column refuses
+            category_codes(column_cells, col, markers)
+    return cells[0].shape[0], lambda col: values[col.name]
+
+
+def _parse_partition(part, schema: Schema) -> int:
+    """Parse (and refuse) every cell of a pandas partition as :func:`_memory_cells`
+    does; its number of rows."""
+    _memory_cells(part, schema)
+    return len(part)
+
+
+def _numeric_partition(part, schema: Schema, col: Numeric) -> np.ndarray:
+    """The non-missing values of the numeric column ``col`` of a pandas partition."""
+    values = numeric_cells(
+        frame_column(part, schema, col.name), col, frozenset(schema.missing_values)
+    )
+    return values[~np.isnan(values)]
+
+
+def _dask_cells(X, schema: Schema):
+    """(n, values) of a dask DataFrame, as :func:`_memory_cells` gives them in memory.
+
+    One pass parses (and refuses) every cell of every partition by the in-memory rules
+    and counts the rows, before anything is charged. ``values(col)`` then computes that
+    one column's non-missing values into memory (a pass reading it): 8 bytes per row,
+    one column at a time, only for the columns with an estimated bound (the quantile
+    mechanism sorts them, which takes about as much again).
+    """
+    import dask
+
+    check_dask_table(X, schema)
+    parts = X.to_delayed()
+    counts = dask.compute(*[dask.delayed(_parse_partition)(p, schema) for p in parts])
+    n = int(sum(counts))
+
+    def values(col: Numeric) -> np.ndarray:
+        pieces = dask.compute(*[dask.delayed(_numeric_partition)(p, schema, col) for p in parts])
+        return np.concatenate([np.empty(0), *pieces])
+
+    return n, values
+
+
+def _dask_transform(encoder: TableEncoder, X):
+    """The encoder's output on each partition of a dask DataFrame, as a dask array."""
+    import dask
+    import dask.array as da
+
+    check_dask_table(X, encoder.schema_)
+    width = encoder.schema_.n_features
+    parts = X.to_delayed()
+    lengths = dask.compute(*[dask.delayed(len)(p) for p in parts])
+    blocks = [
+        da.from_delayed(dask.delayed(encoder.transform)(p), (int(k), width), dtype=np.float64)
+        for p, k in zip(parts, lengths, strict=True)
+    ]
+    if not blocks:
+        return da.zeros((0, width), chunks=((0,), (width,)))
+    return da.concatenate(blocks, axis=0)
+
+
+def _bounds(col: Numeric, values, quantiles, each: float, rng) -> tuple:
+    """(low, high) after the column's log: declared ends, and private quantiles of the
+    column's values (``values(col)``, read only when an end is estimated)."""
     ends = list(col.logged_range())
     todo = [k for k, estimated in enumerate(col.estimated) if estimated]
     if todo:
         a, b = (float(col.forward(x)) for x in col.search_range)
-        logged = np.clip(col.forward(values[~np.isnan(values)]), a, b)
+        column = values(col)
+        logged = np.clip(col.forward(column[~np.isnan(column)]), a, b)
         for k in todo:
             ends[k] = private_quantile(logged, quantiles[k], each, a, b, rng)
     low, high = sorted(ends)  # post-processing: an upper estimate below the lower swaps

@@ -12,9 +12,12 @@ __all__ = [
     "cache_rows",
     "check_dask_inputs",
     "dask_rows",
+    "frame_rows",
     "is_dask_array",
+    "is_dask_frame",
     "keeps_rows",
     "linear_scores",
+    "series_labels",
 ]
 
 #: With ``dpconvex.cache-rows: auto`` (dask's config), a fit keeps the rows in memory when
@@ -183,3 +186,45 @@ def linear_scores(est, X):
     return X.rechunk({1: -1}).map_blocks(
         block, dtype=np.float64, chunks=(X.chunks[0], (coef.shape[0],))
     )
+
+
+def is_dask_frame(x) -> bool:
+    """True for a dask DataFrame or Series (without importing dask)."""
+    return type(x).__module__.startswith("dask.") and hasattr(x, "to_dask_array")
+
+
+def frame_rows(X):
+    """A dask DataFrame of numeric columns as the row-chunked float64 dask array the
+    dask path takes: one chunk per partition, one along the columns.
+
+    Columns must be numeric (integer, float or bool, also pandas' nullable types, whose
+    missing values become NaN and are refused by the fit): a column of another dtype
+    is refused by name (its dtype is metadata; no value is read). The partitions'
+    lengths are computed here (a pass over the rows): the number of rows is public, as
+    everywhere in dpconvex.
+    """
+    import pandas as pd
+
+    if X.ndim != 2:
+        raise TypeError(
+            "X must be a dask DataFrame (a dask Series is one column: use X.to_frame())"
+        )
+    for name, dtype in X.dtypes.items():
+        if not (pd.api.types.is_numeric_dtype(dtype) or pd.api.types.is_bool_dtype(dtype)):
+            raise ValueError(
+                f"column {str(name)[:200]!r} of X is not numeric (dtype {dtype}): encode text "
+                "and categorical columns first, e.g. with dpconvex.preprocessing.TableEncoder"
+            )
+    if len(X.columns) == 0:
+        raise ValueError("X has no columns")
+    return X.astype(np.float64).to_dask_array(lengths=True)
+
+
+def series_labels(y):
+    """A dask Series (or a one-column dask DataFrame) of labels or targets as a dask array
+    (its chunk sizes are computed by :func:`check_dask_inputs`)."""
+    if y.ndim == 2:
+        if len(y.columns) != 1:
+            raise ValueError(f"y must be one column, got a dask DataFrame of {len(y.columns)}")
+        y = y[y.columns[0]]
+    return y.to_dask_array()

@@ -16,8 +16,16 @@ CLIENT_SUM_BYTES = 64 * 2**20
 
 
 def is_dask_array(x) -> bool:
-    """True for a dask array (without importing dask when it is not installed)."""
-    return type(x).__module__.startswith("dask.") and hasattr(x, "to_delayed")
+    """True for a dask array (without importing dask when it is not installed).
+
+    Only arrays: a dask DataFrame or Series (no ``chunks``) is not one, and the
+    estimators convert those first.
+    """
+    return (
+        type(x).__module__.startswith("dask.")
+        and hasattr(x, "to_delayed")
+        and hasattr(x, "chunks")
+    )
 
 
 def prepare_chunk(
