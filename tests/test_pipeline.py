@@ -211,3 +211,41 @@ def _leaves(event):
     for part in event.events:
         out.append(getattr(part, "event", part))
     return out
+
+
+class _SizedSign(_MeanSign):
+    """A fake private classifier whose event depends on the number of rows it plans for."""
+
+    def privacy_event(self, n_samples, n_features):
+        return GaussianDpEvent(self.noise * 100.0 / n_samples)
+
+    def fit(self, X, y):
+        super().fit(X, y)
+        rows = getattr(self, "_public_n", None) or len(y)
+        self.dp_event_ = GaussianDpEvent(self.noise * 100.0 / rows)
+        return self
+
+
+def test_a_pipeline_nests_and_prices_like_its_steps():
+    """A PrivatePipeline is itself a private step: planned by privacy_event(n, d), its
+    width known before fit, its fitted event the planned one."""
+    X, y = _data()
+    inner = make_private_pipeline(_Clip(4.0), _Clip(5.0))
+    assert inner.public_n_features_out(3) == 3 and inner.final_n_features_in(3) == 3
+    outer = PrivatePipeline([("pre", inner), ("clf", _MeanSign(3.0))], epsilon=2.0).fit(X, y)
+    flat = [GaussianDpEvent(4.0), GaussianDpEvent(5.0)]
+    assert outer.dp_event_ == ComposedDpEvent([ComposedDpEvent(flat), GaussianDpEvent(3.0)])
+    flat_pipe = make_private_pipeline(_Clip(4.0), _Clip(5.0), _MeanSign(3.0)).fit(X, y)
+    assert outer.epsilon_ == pytest.approx(flat_pipe.epsilon_, rel=1e-6)
+    assert [name for name, _ in outer.reading_steps()] == ["pre", "clf"]
+
+
+def test_a_run_on_a_secret_subsample_is_planned_for_its_public_size():
+    """The search sets _public_n on its runs' clones: the plan (and so the check that the
+    fitted event is the planned one) uses it, never the rows actually given."""
+    X, y = _data(n=300)
+    pipe = make_private_pipeline(_Clip(4.0), _SizedSign(3.0))
+    pipe._public_n = 250
+    pipe.named_steps["_sizedsign"]._public_n = 250
+    pipe.fit(X[:237], y[:237])  # the subsample's actual size differs from the public one
+    assert pipe.dp_event_.events[1] == GaussianDpEvent(3.0 * 100.0 / 250)

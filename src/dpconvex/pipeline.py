@@ -216,6 +216,14 @@ class PrivatePipeline(Pipeline):
             out.append((name, step))
         return out
 
+    def reading_steps(self) -> list:
+        """(name, step) of the steps that read the rows and price it, in order.
+
+        Checks the settings first and refuses, with one ``ValueError`` naming it, a step
+        that learns from the rows without a privacy event (nothing is fitted).
+        """
+        return self._private_steps(self._check_settings())
+
     def _plan(self, n_samples: int, n_features: int) -> _Plan:
         """Every private step's event from public values (n, the column counts, settings)."""
         public = self._check_settings()
@@ -249,7 +257,11 @@ class PrivatePipeline(Pipeline):
         return float(accountant.compose(event).get_epsilon(delta))
 
     def _checked_plan(self, X) -> _Plan:
-        n, d = _num_samples(X), _n_columns(X)
+        # a run on a secret subsample is planned for its public expected size (set by
+        # PrivateRandomSearch on its own clones), never for the subsample's actual size
+        public_n = getattr(self, "_public_n", None)
+        n = _num_samples(X) if public_n is None else int(public_n)
+        d = _n_columns(X)
         plan = self._plan(n, d)
         needs_plan = self.epsilon is not None or self.budget is not None
         if plan.events is None and needs_plan:
@@ -278,9 +290,16 @@ class PrivatePipeline(Pipeline):
 
     def public_n_features_out(self, n_features: int) -> int | None:
         """Columns out for ``n_features`` in, when public settings alone say (else None)."""
+        return self._width(n_features, len(self.steps))
+
+    def final_n_features_in(self, n_features: int) -> int | None:
+        """Columns the last step receives for ``n_features`` in (None: not known before fit)."""
+        return self._width(n_features, len(self.steps) - 1)
+
+    def _width(self, n_features: int, n_steps: int) -> int | None:
         public = set(self.public or ())
         width = n_features
-        for name, step in self.steps:
+        for name, step in self.steps[:n_steps]:
             if width is None:
                 return None
             width = _output_width(_public_view(step, name in public), width)

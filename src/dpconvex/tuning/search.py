@@ -44,7 +44,7 @@ import warnings
 
 import numpy as np
 from dp_accounting.dp_event import ComposedDpEvent, NoOpDpEvent, PoissonSampledDpEvent
-from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin, clone
+from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone
 from sklearn.utils.validation import check_is_fitted
 
 from .. import _validation as v
@@ -66,10 +66,18 @@ from ..models.session import priced_by_caller
 from ..plans import PLANS
 from .defaults import FALLBACK_STEPS, extrapolate, resolve_settings
 from .runs import sample_number_of_runs
+from .targets import (
+    Target,
+    check_model_step,
+    is_classifier_target,
+    is_pipeline,
+    model_of,
+    model_width,
+    target_of,
+)
 
 #: hyperparameters of dpconvex estimators that do not change their privacy cost
 PRIVACY_FREE_PARAMS = frozenset({"solver", "max_iter", "learning_rate", "optimizer"})
-_RESERVED = frozenset({"epsilon", "delta", "random_state", "accounting", "classes", "budget"})
 #: the one message of a search that selects nothing (repeat-and-select's output "bottom")
 NOTHING_SELECTED = (
     "the search selected nothing: the random number of runs was 0 (probability exp(-mu) "
@@ -115,8 +123,16 @@ class PrivateRandomSearch(MetaEstimatorMixin, BaseEstimator):
 
     Parameters
     ----------
-    estimator : estimator
-        A dpconvex estimator (its epsilon and delta are set by the search).
+    estimator : estimator or PrivatePipeline
+        A dpconvex estimator (its epsilon and delta are set by the search), or a
+        :class:`~dpconvex.PrivatePipeline` whose last step is one (e.g. a
+        ``TableEncoder`` then the estimator; it may be fitted on a pandas DataFrame).
+        For a pipeline every run's event is the pipeline's composed event, and the
+        per-run epsilon is split between its private steps in the proportions of their
+        own epsilons (:mod:`dpconvex.tuning.targets`); the pipeline's own epsilon,
+        delta and budget are replaced by the search's. Search a step's settings by
+        their pipeline names (``"dplogisticregression__lam"``). A model with
+        ``method="auto"`` runs one method, picked once from public sizes (``method_``).
     param_distributions : dict
         Name -> list (uniform choice) or frozen scipy
         distribution; each run draws every hyperparameter i.i.d. Privacy-relevant
@@ -181,6 +197,12 @@ class PrivateRandomSearch(MetaEstimatorMixin, BaseEstimator):
         The strategy and settings used (the given ones and the defaults).
     run_epsilon_, dp_event_, epsilon_, delta_
         The per-run budget, the event of the whole search and what it spent.
+    step_epsilons_ : dict
+        Pipeline only: each private step's epsilon in every run (its share of
+        ``run_epsilon_``; a step whose event is empty gets none and is not listed).
+    method_, method_reason_ : str
+        Only when the model's method is "auto": the method every run and the released
+        model run, and why it was picked.
     free_params_, priced_params_ : list of str
         The searched hyperparameters that cost no privacy (post-processing of the
         mechanism's noisy output: AMP's solver settings, DP-SGD's learning rate and
@@ -197,7 +219,9 @@ class PrivateRandomSearch(MetaEstimatorMixin, BaseEstimator):
     selected output alone, and (K, output) together can cost far more. So the fitted
     search stores no run count, the released model carries no noise stream
     (``best_estimator_.random_state`` is None) and one failed run neither stops the
-    search nor is reported (it scores below every run that produced a model). Two
+    search nor is reported (it scores below every run that produced a model), and no run
+    issues a warning (one per run would count them; one computed on the secret subsample,
+    its size). Two
     things do reveal K to whoever can see them, and are not covered: the ``verbose``
     progress log (the number of runs and the progress bar; keep it to the data owner),
     and the search's running time (about K times a run's).
@@ -253,16 +277,35 @@ class PrivateRandomSearch(MetaEstimatorMixin, BaseEstimator):
     # -- privacy plan ------------------------------------------------------------
     def _relevant_choices(self) -> dict:
         space = dict(self.param_distributions)
-        bad = _RESERVED & set(space)
+        target = self._tuned_target()
+        bad = target.reserved() & set(space)
         if bad:
-            raise ValueError(f"{sorted(bad)} are set by the search itself; remove them")
-        valid = set(self.estimator.get_params())
+            raise ValueError(
+                f"{sorted(bad)} are set by the search itself (it calibrates each run's budget "
+                "and splits it between the private steps); remove them"
+            )
+        valid = set(self._tuned().get_params())
         unknown = set(space) - valid
         if unknown:
             raise ValueError(f"{sorted(unknown)} are not parameters of the estimator")
+        if target.pipeline:
+            steps = {name for name, _ in self._tuned().steps}
+            whole = sorted(steps & set(space))
+            if whole:
+                raise ValueError(
+                    f"{whole} would replace whole steps of the pipeline, whose budget shares "
+                    "the search reads from the steps given; search their settings instead "
+                    "(e.g. 'step__lam')"
+                )
+        method = target.model_param("method")
+        if isinstance(space.get(method), list | tuple) and "auto" in space[method]:
+            raise ValueError(
+                f'{method!r} lists "auto": list the concrete methods to compare (the '
+                'estimator\'s own method="auto" is resolved once from the public sizes)'
+            )
         relevant = {}
         for name, value in space.items():
-            if name in PRIVACY_FREE_PARAMS:
+            if target.free_name(name, PRIVACY_FREE_PARAMS):
                 continue
             if not isinstance(value, list | tuple) or not value:
                 raise ValueError(
@@ -291,22 +334,31 @@ class PrivateRandomSearch(MetaEstimatorMixin, BaseEstimator):
         """
         relevant = self._relevant_choices()
         names = sorted(relevant)
+        target = self._tuned_target()
         out = []
         for values in itertools.product(*(relevant[k] for k in names)):
-            est = clone(self.estimator).set_params(
-                **dict(zip(names, values, strict=True)), epsilon=run_epsilon, delta=self.delta
-            )
+            est = clone(self._tuned()).set_params(**dict(zip(names, values, strict=True)))
+            est = target.configure(est, run_epsilon, self.delta)
             out.append(self._shaped(est, rows, tuning))
         return out
+
+    def _tuned(self):
+        """The estimator the runs clone: ``estimator``, its method="auto" resolved."""
+        return getattr(self, "_base", None) or self.estimator
+
+    def _tuned_target(self) -> Target:
+        """How a run's budget is split between the private steps (see ``targets``)."""
+        target = getattr(self, "_target", None)
+        if target is None:
+            if is_pipeline(self.estimator):
+                raise RuntimeError("the search's target is set when it is configured")
+            target = target_of(self.estimator, 1, 1)
+        return target
 
     def _shaped(self, est, rows: int, tuning: bool):
         """``est`` calibrated for ``rows`` public rows; on the subsample, its batch scaled."""
         if tuning and self._cfg["strategy"] == "subsample":
-            est._public_n = rows
-            params = est.get_params()
-            if params.get("method") == "dpsgd" and "batch_size" in params:
-                share = rows / self._cfg["n"]
-                est.set_params(batch_size=max(1, round(params["batch_size"] * share)))
+            return self._tuned_target().shaped_for_subsample(est, rows, self._cfg["n"])
         return est
 
     def _run_event(self, run_epsilon: float, score_noise: float | None = None):
@@ -362,7 +414,7 @@ class PrivateRandomSearch(MetaEstimatorMixin, BaseEstimator):
         (lambda - 1)); that floor is the smallest epsilon these settings can meet.
         """
         cfg = self._cfg
-        floor = self._total_epsilon(MIN_EPSILON)
+        floor = self._total_epsilon(self._min_run())
         if not math.isfinite(floor):
             return CalibrationError(
                 f"no per-run budget lets this search meet epsilon={self.epsilon}: some "
@@ -376,12 +428,12 @@ class PrivateRandomSearch(MetaEstimatorMixin, BaseEstimator):
             "almost nothing)"
         )
         if self.scoring == "noisy_validation":
-            free_score = self._total_epsilon(MIN_EPSILON, math.inf)
+            free_score = self._total_epsilon(self._min_run(), math.inf)
             noise = cfg["score_noise"]
             if free_score < self.epsilon:
                 try:
                     needed = calibrate(
-                        lambda s: self._total_epsilon(MIN_EPSILON, s),
+                        lambda s: self._total_epsilon(self._min_run(), s),
                         self.epsilon, noise, 2 * noise, decreasing=True, rtol=1e-2,
                     )  # fmt: skip
                     message += (
@@ -398,6 +450,10 @@ class PrivateRandomSearch(MetaEstimatorMixin, BaseEstimator):
                     "close to 1, or raise epsilon"
                 )
         return CalibrationError(message)
+
+    def _min_run(self) -> float:
+        """Smallest per-run epsilon that gives every step with a share MIN_EPSILON."""
+        return max(MIN_EPSILON, self._tuned_target().min_run_epsilon)
 
     def _calibrate_run_epsilon(self) -> float:
         """Largest per-run epsilon whose search meets the total budget.
@@ -426,7 +482,7 @@ class PrivateRandomSearch(MetaEstimatorMixin, BaseEstimator):
             bad, good = run, None
             while good is None:
                 run = bad / 2.0
-                if run < MIN_EPSILON:
+                if run < self._min_run():
                     raise self._infeasible()
                 if total(run) <= self.epsilon:
                     good = run
@@ -458,7 +514,7 @@ class PrivateRandomSearch(MetaEstimatorMixin, BaseEstimator):
                 cfg["mu"] = max(1.0, cfg["mu"] / 2.0)
             if self.score_noise is None:
                 cfg["score_noise"] *= 2.0
-            if self._total_epsilon(MIN_EPSILON) > self.epsilon:
+            if self._total_epsilon(self._min_run()) > self.epsilon:
                 continue  # even runs that spend nothing cost too much
             try:
                 return self._calibrate_run_epsilon()
@@ -468,12 +524,23 @@ class PrivateRandomSearch(MetaEstimatorMixin, BaseEstimator):
 
     # -- fit -----------------------------------------------------------------------
     def _configure(self, n: int, d: int) -> dict:
-        """The settings of this search: the given ones, the rest by the default rules."""
+        """The settings of this search: the given ones, the rest by the default rules.
+
+        Also fixes what the runs clone: for a pipeline, the split of a run's budget
+        between its private steps (:mod:`dpconvex.tuning.targets`); for a model with
+        method="auto", the concrete method (see :meth:`_resolve_method`).
+        """
+        self._base = self._method = None
+        self._target = target_of(self.estimator, n, d)
         relevant = self._relevant_choices()
-        methods = [self.estimator.get_params().get("method")]
-        if "method" in relevant:
-            methods = relevant["method"]
+        method = self._target.model_param("method")
+        methods = [self.estimator.get_params().get(method)]
+        if method in relevant:
+            methods = relevant[method]
         size_free = all(getattr(PLANS.get(m), "size_free", False) for m in methods)
+        size_free = size_free and all(
+            self._step_size_free(prefix) for prefix in self._target.prefixes[:-1]
+        )
         cfg = resolve_settings(
             strategy=self.strategy,
             subsample=self.subsample,
@@ -488,6 +555,7 @@ class PrivateRandomSearch(MetaEstimatorMixin, BaseEstimator):
             size_free=size_free,
         )
         cfg.update(n=n, d=d)
+        self._cfg = cfg
         frac = cfg["validation_fraction"] if self.scoring == "noisy_validation" else 0.0
         if cfg["strategy"] == "repeat":
             n_val = max(1, int(round(frac * n))) if frac else 0
@@ -497,7 +565,44 @@ class PrivateRandomSearch(MetaEstimatorMixin, BaseEstimator):
                 tune_rows=max(1, int(round(cfg["q"] * (1 - frac) * n))),
                 val_rows=cfg["q"] * frac * n,
             )
+        if self.run_epsilon is None:
+            self._resolve_method(v.positive("epsilon", self.epsilon))
+        else:
+            self._resolve_method(v.positive("run_epsilon", self.run_epsilon))
         return cfg
+
+    def _step_size_free(self, prefix: str) -> bool:
+        """Whether a pipeline step before the model prices the same whatever the number of
+        rows (the encoder's quantiles do: their guarantee does not involve n)."""
+        from ..preprocessing.encoder import TableEncoder
+
+        return isinstance(self.estimator.named_steps[prefix[:-2]], TableEncoder)
+
+    def _resolve_method(self, run_epsilon: float) -> bool:
+        """Fix a model's method="auto" to the method it picks for the released model's run.
+
+        The pick is :meth:`chosen_method` of the model at the rows the released model is
+        trained on (all n rows on a subsample; the runs' training rows for repeat-and-
+        select, whose best run is released), its columns, and its share of ``run_epsilon``
+        at the search's delta: public quantities only. Every run and the final model then
+        run that one method, and the search prices and shapes them for it.
+        Returns whether the method changed. ``fit`` resolves first at the total epsilon
+        (or the given ``run_epsilon``) and once more at the calibrated per-run epsilon,
+        recalibrating if the pick changes.
+        """
+        target, cfg = self._target, self._cfg
+        if model_of(self.estimator).get_params().get("method") != "auto":
+            return False
+        probe = target.configure(clone(self.estimator), run_epsilon, self.delta)
+        model = model_of(probe)
+        rows = cfg["tune_rows"]
+        if cfg["strategy"] == "subsample":
+            rows = model._public_n = cfg["n"]  # among methods that can run on a subsample
+        method, reason = model.chosen_method(rows, model_width(self.estimator, cfg["d"]))
+        previous = self._tuned()
+        self._base = clone(self.estimator).set_params(**{target.model_param("method"): method})
+        self._method = (method, reason)  # reported as method_ once the search is fitted
+        return model_of(previous).get_params().get("method") != method
 
     def _checked_inputs(self, X, y, X_public, y_public):
         """(X, y, declared classes or None), refused before anything is spent."""
@@ -509,7 +614,8 @@ class PrivateRandomSearch(MetaEstimatorMixin, BaseEstimator):
             )
         if not hasattr(self.estimator, "privacy_event"):
             raise TypeError("estimator must be a dpconvex estimator (it needs privacy_event)")
-        classifier = isinstance(self.estimator, ClassifierMixin)
+        check_model_step(self.estimator)
+        classifier = is_classifier_target(self.estimator)
         if self.scoring == "noisy_validation" and not classifier:
             raise ValueError(
                 'scoring="noisy_validation" needs a classifier; for regressors '
@@ -524,7 +630,8 @@ class PrivateRandomSearch(MetaEstimatorMixin, BaseEstimator):
         ):
             raise ValueError(f"n_jobs must be a non-zero integer (or -1 for all cores), got "
                              f"{self.n_jobs!r}")  # fmt: skip
-        X = np.asarray(X) if not hasattr(X, "tocsr") else X.tocsr()
+        if not (is_pipeline(self.estimator) and hasattr(X, "iloc")):  # a pipeline takes tables
+            X = np.asarray(X) if not hasattr(X, "tocsr") else X.tocsr()
         y = np.asarray(y)
         if X.ndim != 2 or y.ndim != 1 or X.shape[0] != y.shape[0]:
             raise ValueError(
@@ -532,7 +639,7 @@ class PrivateRandomSearch(MetaEstimatorMixin, BaseEstimator):
             )
         classes = None
         if classifier:  # the label set is the estimator's declared one, never y's
-            declared = self.estimator.get_params().get("classes")
+            declared = model_of(self.estimator).get_params().get("classes")
             classes = declared_classes(declared)
             check_labels(y, classes, declared=declared is not None)
         return X, y, classes
@@ -552,9 +659,10 @@ class PrivateRandomSearch(MetaEstimatorMixin, BaseEstimator):
                     f"each search space entry must be a non-empty list or a distribution "
                     f"with .rvs(); {name!r} is {space!r}"
                 )
-            if name in PRIVACY_FREE_PARAMS:
+            if self._tuned_target().free_name(name, PRIVACY_FREE_PARAMS):
                 for value in space:
-                    clone(self.estimator).set_params(**{name: value})._validate_params()
+                    probe = clone(self.estimator).set_params(**{name: value})
+                    model_of(probe)._validate_params()
 
     def _split(self, rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
         """Indices of the tuning runs' training and validation rows.
@@ -582,7 +690,7 @@ class PrivateRandomSearch(MetaEstimatorMixin, BaseEstimator):
         """
         noisy = self.scoring == "noisy_validation"
         free = set(self.param_distributions) - set(self._relevant_choices())
-        own = self.estimator.get_params()
+        own = self._tuned().get_params()
         plans = []
         for _ in range(k):
             drawn = {
@@ -598,6 +706,9 @@ class PrivateRandomSearch(MetaEstimatorMixin, BaseEstimator):
     def fit(self, X, y, X_public=None, y_public=None):
         """Run the search on (X, y); ``X_public``, ``y_public`` only with scoring="public".
 
+        ``X`` is a matrix, or for a pipeline any table its first step reads (a pandas
+        DataFrame keeps its column names; rows are taken by position).
+
         Everything that can be refused is checked before the budget is charged: the
         inputs and labels, every priced candidate's calibration and every listed value of
         a free setting. After the charge the search releases only what the selection
@@ -605,19 +716,15 @@ class PrivateRandomSearch(MetaEstimatorMixin, BaseEstimator):
         no run was drawn), and nothing that reveals the number of runs: see the Notes.
         """
         X, y, classes = self._checked_inputs(X, y, X_public, y_public)
-        self._check_free_values()
         n = y.shape[0]
         self._cfg = cfg = self._configure(n, X.shape[1])
+        self._check_free_values()
         rng = make_rng(self.random_state)
         train, val = self._split(rng, n)
-        X_train, y_train = X[train], y[train]
+        X_train, y_train = _take(X, train), y[train]
         noisy = self.scoring == "noisy_validation"
-        validation = (X[val], y[val]) if noisy else (X_public, y_public)
-        if self.run_epsilon is None:
-            self._say("calibrating the per-run budget to the total epsilon ...")
-            run_epsilon = self._calibrate_with_fallback()
-        else:
-            run_epsilon = v.positive("run_epsilon", self.run_epsilon)
+        validation = (_take(X, val), y[val]) if noisy else (X_public, y_public)
+        run_epsilon = self._run_budget()
         event = self._search_event(run_epsilon)
         spent = PrivacyAccountant("rdp").compose(event).get_epsilon(self.delta)
         if spent > self.epsilon * (1 + 1e-9):
@@ -629,7 +736,8 @@ class PrivateRandomSearch(MetaEstimatorMixin, BaseEstimator):
         # released model is trained on; the runs themselves say nothing (a count on the
         # secret subsample would reveal its size, and one warning per run the runs' number)
         subsample = cfg["strategy"] == "subsample"
-        self.estimator._warn_if_clipped(*((X, y) if subsample else (X_train, y_train)))
+        if not is_pipeline(self.estimator):  # a pipeline's model sees rows only once fitted
+            self.estimator._warn_if_clipped(*((X, y) if subsample else (X_train, y_train)))
         # the number of runs and every run's settings are drawn before the charge (they do
         # not depend on the data), so that a distribution that cannot be drawn from is
         # refused before anything is spent
@@ -651,10 +759,10 @@ class PrivateRandomSearch(MetaEstimatorMixin, BaseEstimator):
         # the same fit, with the same stream, that would follow them (only the time changes)
         priced = sorted(self._relevant_choices())
         free = sorted(set(self.param_distributions) - set(priced))
-        own = self.estimator.get_params()
+        own = self._tuned().get_params()
         speculate = None
         if subsample and not priced:
-            guess = extrapolate({name: own[name] for name in free}, self.estimator, cfg)
+            guess = extrapolate({name: own[name] for name in free}, self._tuned(), cfg)
             speculate = (guess, run_epsilon, final_stream, X, y)
         runs, speculated = self._run_all(
             plans, run_epsilon, X_train, y_train, validation, k, speculate
@@ -676,7 +784,7 @@ class PrivateRandomSearch(MetaEstimatorMixin, BaseEstimator):
                                      for name in priced}  # fmt: skip
                 self.best_params_.update({name: own[name] for name in free})
             self.tuned_params_ = dict(self.best_params_)
-            self.best_params_ = extrapolate(self.tuned_params_, self.estimator, cfg)
+            self.best_params_ = extrapolate(self.tuned_params_, self._tuned(), cfg)
             if speculated is not None and speculate[0] == self.best_params_:
                 self.best_estimator_ = speculated
             else:
@@ -685,7 +793,9 @@ class PrivateRandomSearch(MetaEstimatorMixin, BaseEstimator):
                 )
         # the noise stream is not released: a spawned stream's key counts the streams
         # drawn before it, and so reveals the number of runs (and a seed the noise)
-        self.best_estimator_.set_params(random_state=None)
+        self._tuned_target().unseeded(self.best_estimator_)
+        if is_pipeline(self.estimator):
+            self._warn_if_pipeline_clips(*((X, y) if subsample else (X_train, y_train)))
         self.priced_params_, self.free_params_ = priced, free
         self.strategy_ = cfg["strategy"]
         self.settings_ = {
@@ -701,12 +811,51 @@ class PrivateRandomSearch(MetaEstimatorMixin, BaseEstimator):
             if key in cfg
         }
         self.run_epsilon_ = float(run_epsilon)
+        for name in ("method_", "method_reason_", "step_epsilons_"):
+            self.__dict__.pop(name, None)  # from an earlier fit of another estimator
+        if self._method is not None:
+            self.method_, self.method_reason_ = self._method
+        if is_pipeline(self.estimator):
+            self.step_epsilons_ = {
+                prefix[:-2]: float(e)
+                for prefix, e in self._tuned_target().step_epsilons(run_epsilon).items()
+            }
         self.dp_event_ = event
         self.epsilon_ = float(spent)
         self.delta_ = float(self.delta)
         if classes is not None:
             self.classes_ = classes
         return self
+
+    def _run_budget(self) -> float:
+        """The per-run epsilon: given, or calibrated so that the search meets epsilon.
+
+        With method="auto" the method is resolved again at the calibrated budget; if the
+        pick changes, the budget is calibrated afresh for the new method (from the same
+        default settings), and that method is kept.
+        """
+        if self.run_epsilon is not None:
+            return v.positive("run_epsilon", self.run_epsilon)
+        self._say("calibrating the per-run budget to the total epsilon ...")
+        settings = dict(self._cfg)
+        run_epsilon = self._calibrate_with_fallback()
+        if self._resolve_method(run_epsilon):
+            self._cfg.clear()
+            self._cfg.update(settings)
+            run_epsilon = self._calibrate_with_fallback()
+        return run_epsilon
+
+    def _warn_if_pipeline_clips(self, X, y) -> None:
+        """The one clipping report of a pipeline: its model's row bound on the rows the
+        released model was trained on, as the released preprocessing maps them."""
+        released = self.best_estimator_
+        model = model_of(released)
+        if not callable(getattr(model, "_warn_if_clipped", None)):
+            return
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the transform's own remarks: not the report
+            rows = released[:-1].transform(X) if len(released.steps) > 1 else X
+        model._warn_if_clipped(rows, y)
 
     def _one_run(self, plan, run_epsilon, X_train, y_train, validation):
         """Fit one run and score it: (score, params, fitted estimator).
@@ -721,14 +870,12 @@ class PrivateRandomSearch(MetaEstimatorMixin, BaseEstimator):
         from threadpoolctl import threadpool_limits
 
         params, stream, noise = plan
+        target = self._tuned_target()
         try:
-            est = clone(self.estimator).set_params(
-                **params,
-                epsilon=run_epsilon,
-                delta=self.delta,
-                random_state=stream,
-                budget=None,  # the search's event was charged once, before any run
-            )
+            est = clone(self._tuned()).set_params(**params)
+            est = target.configure(est, run_epsilon, self.delta)
+            # no ledger of its own: the search's event was charged once, before any run
+            est = target.seeded(est, stream)
             est = self._shaped(est, self._cfg["tune_rows"], tuning=True)
             X_val, y_val = validation
             with (
@@ -736,7 +883,9 @@ class PrivateRandomSearch(MetaEstimatorMixin, BaseEstimator):
                 warnings.catch_warnings(),
                 priced_by_caller(),  # in any worker: the search's event prices this run
             ):
-                warnings.simplefilter("ignore", ClippingWarning)
+                # a run says nothing: a warning per run would count the runs, and one
+                # computed on the secret subsample (clipping, thin bounds) its size
+                warnings.simplefilter("ignore")
                 est.fit(X_train, y_train)
                 if self.scoring == "public":
                     return float(est.score(X_val, y_val)), params, est
@@ -751,13 +900,9 @@ class PrivateRandomSearch(MetaEstimatorMixin, BaseEstimator):
         """The final model on all rows (subsample strategy), on one BLAS thread."""
         from threadpoolctl import threadpool_limits
 
-        final = clone(self.estimator).set_params(
-            **params,
-            epsilon=run_epsilon,
-            delta=self.delta,
-            random_state=stream,
-            budget=None,  # the search's event was charged once, before any run
-        )
+        target = self._tuned_target()
+        final = target.configure(clone(self._tuned()).set_params(**params), run_epsilon, self.delta)
+        final = target.seeded(final, stream)  # the search's event was charged before any run
         with (
             threadpool_limits(limits=1, user_api="blas"),
             warnings.catch_warnings(),
@@ -821,3 +966,8 @@ class PrivateRandomSearch(MetaEstimatorMixin, BaseEstimator):
     def score(self, X, y):
         check_is_fitted(self)
         return self.best_estimator_.score(X, y)
+
+
+def _take(X, rows: np.ndarray):
+    """Rows of a matrix or, for a pipeline, of a table (a pandas DataFrame by position)."""
+    return X.iloc[rows] if hasattr(X, "iloc") else X[rows]
