@@ -111,7 +111,9 @@ html_theme_options = {
     "footer_end": ["sphinx-version"],
 }
 # top-level pages have no section to navigate: no empty left sidebar
-_TOP_PAGES = ("index", "quickstart", "choosing", "concepts", "cli", "references", "reports")
+_TOP_PAGES = (
+    "index", "quickstart", "choosing", "concepts", "cli", "references", "reports", "theorems"
+)
 html_sidebars = {page: [] for page in _TOP_PAGES}
 html_show_sourcelink = False
 html_last_updated_fmt = ""

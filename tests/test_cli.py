@@ -45,7 +45,7 @@ def test_account_objpert_json_matches_library_and_spec(capsys):
     kw = {"sigma": 5, "lam": 20, "beta": 1, "lipschitz": 1}
     assert res["epsilon"] == objpert_epsilon(1e-5, **kw)
     assert res["epsilon_kifer"] == kifer_epsilon(1e-5, **kw)
-    # spec §11.B.1, left panel: 0.7255 <= 0.8109 <= 0.8787
+    # reference values (Redberg et al., Fig. 1, left panel): 0.7255 <= 0.8109 <= 0.8787
     assert res["epsilon_lower_bound"] == pytest.approx(0.7255, abs=1e-4)
     assert res["epsilon"] == pytest.approx(0.8109, abs=1e-4)
     assert res["epsilon_rdp"] == pytest.approx(0.8787, abs=1e-4)
@@ -72,7 +72,7 @@ def test_account_objpert_composed_uses_pld_and_has_no_kifer(capsys):
     code, out, _ = run(argv, capsys)
     res = json.loads(out)
     assert code == 0 and res["epsilon_kifer"] is None
-    assert res["epsilon"] == pytest.approx(3.1314, rel=1e-3)  # spec §11.B.3
+    assert res["epsilon"] == pytest.approx(3.1314, rel=1e-3)  # Redberg et al., Fig. 4 setting
     assert res["epsilon_lower_bound"] < res["epsilon"] < res["epsilon_rdp"]
 
 
@@ -107,7 +107,7 @@ def test_account_amp_and_dpsgd(capsys):
     res = json.loads(out)
     event = AmpDpEvent(6.8285, 4.1161, 0.5, math.sqrt(2), 0.01, 0.15)
     assert res["epsilon"] == PrivacyAccountant("pld").compose(event).get_epsilon(1e-5)
-    assert res["epsilon_rdp"] == pytest.approx(1.0, abs=1e-4)  # spec §11.B.4
+    assert res["epsilon_rdp"] == pytest.approx(1.0, abs=1e-4)  # reference: Redberg et al. Thm 4.1
     argv = [
         "account",
         "dpsgd",
@@ -261,6 +261,7 @@ def test_fit_adult_json(tmp_path, capsys):
         "accuracy",
         "epsilon",
         "delta",
+        "task",
         "method",
         "fit_seconds",
         "n_train",

@@ -26,6 +26,7 @@ from .models.session import (
 from .pipeline import PrivatePipeline, Public, make_private_pipeline
 from .plans import ConstantModelWarning
 from .preprocessing import TableEncoder
+from .table_model import make_table_model
 from .tuning import NothingSelectedError, PrivateRandomSearch
 
 __version__ = "0.1.0"
@@ -53,6 +54,7 @@ __all__ = [
     "accounting",
     "load_model",
     "make_private_pipeline",
+    "make_table_model",
     "reset_session",
     "save_model",
     "session_spent",

@@ -210,3 +210,24 @@ EPSILON = NumberRange(MIN_EPSILON, MAX_EPSILON)
 COUNT = Count(1, MAX_COUNT)
 #: seeds: numpy takes any non-negative integer
 SEED = click.IntRange(min=0)
+
+
+class Bounds(click.ParamType):
+    """``LOW,HIGH``: two finite numbers with LOW < HIGH (e.g. ``--y-bounds 0,500000``)."""
+
+    name = "low,high"
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, tuple):
+            return value
+        parts = str(value).split(",")
+        if len(parts) != 2:
+            self.fail(f"give two numbers LOW,HIGH separated by a comma, got {value!r}.",
+                      param, ctx)  # fmt: skip
+        try:
+            low, high = (float(p) for p in parts)
+        except ValueError:
+            self.fail(f"{value!r} is not two numbers LOW,HIGH.", param, ctx)
+        if not (math.isfinite(low) and math.isfinite(high)) or not low < high:
+            self.fail(f"{value!r} needs finite numbers with LOW < HIGH.", param, ctx)
+        return low, high

@@ -78,7 +78,8 @@ def positive_int(name: str, value: object) -> int:
 def regularization_exceeds_smoothness(lam: object, beta: object) -> tuple[float, float]:
     """Return ``(lam, beta)``; raise unless lam > beta >= 0.
 
-    Every objective-perturbation bound of seed 000 (Thms 3.1, 3.2, 4.1) needs
+    Every objective-perturbation bound of Redberg, Koskela & Wang (arXiv 2401.00583,
+    Thms 3.1, 3.2, 4.1) needs
     lambda > beta strictly: the Jacobian term -log(1 - beta/lambda) is infinite
     at lambda = beta and undefined below it.
     """
@@ -141,7 +142,7 @@ def numeric_features(X, name: str = "X") -> bool:
         return False
     if arr.dtype.kind in "OUS":
         missing: dict[int, int] = {}
-        text: dict[int, tuple[int, object, int]] = {}
+        text: dict[int, int] = {}  # column -> first row holding text
         for j in range(arr.shape[1]):
             column = arr[:, j]
             try:
@@ -162,20 +163,19 @@ def numeric_features(X, name: str = "X") -> bool:
                 try:
                     float(cell)
                 except ValueError:
-                    first = text.get(j)
-                    plain = cell.item() if isinstance(cell, np.generic) else cell
-                    text[j] = (first[0], first[1], first[2] + 1) if first else (i, plain, 1)
+                    text.setdefault(j, i)
+                    break
         if missing:
             _raise_missing(name, missing, names)
         if text:
-            parts = [
-                f"{_column_label(j, names)} holds text ({cell!r} in row {i}, {_rows(n)} in all)"
-                for j, (i, cell, n) in text.items()
-            ]
+            # the row, never the cell: an error message may be shown beyond the data owner
+            parts = [f"{_column_label(j, names)} holds text (first in row {i})"
+                     for j, i in text.items()]  # fmt: skip
             raise ValueError(
-                f"{name}: {'; '.join(parts)}. Features must be numbers: encode categorical "
-                "columns first (e.g. one column of 0/1 per category, with the categories "
-                "chosen without looking at the data)"
+                f"{name}: {'; '.join(parts)}. Features must be numbers: declare the table's "
+                "columns in a schema and encode it with dpconvex.TableEncoder (or "
+                "dpconvex.make_table_model), or encode categorical columns first with "
+                "categories chosen without looking at the data"
             )
         return False
     if arr.dtype.kind in "iub":  # integers and booleans are finite as float64 too

@@ -11,6 +11,7 @@ import os
 import sys
 import time
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
 
 import click
@@ -22,6 +23,7 @@ from ._cli_args import (
     DELTA,
     EPSILON,
     SEED,
+    Bounds,
     Count,
     InputFile,
     NumberRange,
@@ -498,9 +500,11 @@ def _jsonable(value):
     return value
 
 
+TASKS = ("classification", "regression")
 DATA_HELP = (
     '"adult" for the bundled UCI Adult census data, or the path of a CSV file with a header '
-    "row, numeric feature columns and a label column (see --target)."
+    "row and a target column (see --target): with --schema, the schema's columns (text and "
+    "missing cells allowed; other columns ignored), else numeric feature columns only."
 )
 
 
@@ -512,14 +516,47 @@ DATA_HELP = (
 @click.option("--epsilon", type=EPSILON, required=True, help=EPSILON_TARGET_HELP)
 @delta_option
 @click.option(
-    "--method",
-    type=click.Choice(["amp", "output", "dpsgd", "dpgd"]),
-    default="amp",
+    "--task",
+    type=click.Choice(TASKS),
+    default="classification",
     show_default=True,
-    help="Training algorithm. amp: noise in the objective, solved to high precision (usually "
-    "the most accurate); output: noise added to the exact regularized solution (simple, "
-    "good at large epsilon); dpsgd: noisy stochastic gradients (for data too large for the "
-    "others); dpgd: noisy full-batch gradients.",
+    help="classification: logistic regression on the labels of --classes; regression: "
+    "least squares on a numeric target clipped to --y-bounds.",
+)
+@click.option(
+    "--schema",
+    "schema_file",
+    type=InputFile(),
+    default=None,
+    help="A JSON schema file declaring how each column becomes features (numbers with "
+    "bounds, categories, missing values): then text and missing cells are fine, bounds "
+    "left open are estimated privately, and the model file keeps the schema. Start from "
+    "`dpconvex schema template`.",
+)
+@click.option(
+    "--y-bounds",
+    type=Bounds(),
+    default=None,
+    help="Regression only (and required there): LOW,HIGH, the public range of the target, "
+    "chosen without looking at the data; targets outside are clipped to it.",
+)
+@click.option(
+    "--row-bound",
+    type=positive(),
+    default=None,
+    help="Without --schema: clip each row to this Euclidean norm instead of scaling every "
+    "row to norm 1 (choose it without looking at the data). With --schema the schema "
+    "sets it.",
+)
+@click.option(
+    "--method",
+    type=click.Choice(["auto", "amp", "output", "dpsgd", "dpgd", "adassp"]),
+    default="auto",
+    show_default=True,
+    help="Training algorithm. auto: chosen from the public sizes (rows, features, epsilon, "
+    "delta); amp: noise in the objective, solved to high precision; output: noise added to "
+    "the exact regularized solution; dpsgd: noisy stochastic gradients; dpgd: noisy "
+    "full-batch gradients; adassp: noisy sufficient statistics (regression only).",
 )
 @click.option(
     "--accounting",
@@ -534,7 +571,8 @@ DATA_HELP = (
     type=NumberRange(0, 1, min_open=True, max_open=True),
     default=0.2,
     show_default=True,
-    help="Share of the rows held out to measure test accuracy, in (0, 1).",
+    help="Share of the rows held out to measure the model (accuracy, or R^2 for "
+    "regression), in (0, 1).",
 )
 @click.option(
     "--split-seed",
@@ -587,171 +625,489 @@ DATA_HELP = (
     "classes",
     default=None,
     callback=lambda ctx, param, value: _parse_classes(value),
-    help="The label set, comma separated, chosen without looking at the data (it is "
-    "released with the model); default 0,1. Rows with other labels are an error.",
+    help="Classification: the label set, comma separated, chosen without looking at the data "
+    "(it is released with the model); default 0,1. Rows with other labels are an error.",
 )
 @json_option
-def fit(
-    data,
-    target,
-    epsilon,
-    delta,
-    method,
-    classes,
-    accounting,
-    test_size,
-    split_seed,
-    seed,
-    out,
-    force,
-    mkdir,
-    use_dask,
-    scheduler,
-    budget,
-    as_json,
-):
-    """Train a private logistic regression and save it.
+def fit(data, target, epsilon, delta, as_json, **options):
+    """Train a private linear model (classification or regression) and save it.
 
     Splits the data into training and test rows, trains on the training rows within
-    the privacy budget (epsilon, delta), prints the test accuracy and the privacy
-    actually spent, and writes the model to --out.
+    the privacy budget (epsilon, delta), prints the test accuracy (R^2 and RMSE for
+    regression) and the privacy actually spent, and writes the model to --out. With
+    --schema, the CSV may hold text and missing cells: the schema's encoder and the
+    model are one pipeline, priced together within (epsilon, delta).
     """
-    from .models import DPLogisticRegression
+    run = _FitRun(data=data, target=target, epsilon=epsilon, delta=delta, as_json=as_json,
+                  **options)  # fmt: skip
+    _check_output(run.out, force=run.force, mkdir=run.mkdir)
+    run.check()
+    run.budget = None if run.budget is None else _ledger_file(run.budget)
+    if run.use_dask:
+        _fit_dask(run)
+    elif run.schema_file is not None:
+        _fit_table(run)
+    else:
+        _fit_numeric(run)
 
-    _check_output(out, force=force, mkdir=mkdir)
-    budget = None if budget is None else _ledger_file(budget)
-    if use_dask:
-        _fit_dask(
-            data,
-            target,
-            epsilon,
-            delta,
-            method,
-            classes,
-            budget,
-            accounting,
-            test_size,
-            split_seed,
-            seed,
-            out,
-            scheduler,
-            as_json,
-        )
-        return
-    if scheduler is not None:
-        raise ValueError("--scheduler needs --dask")
-    dataset = _load_data(data, target)
-    X_train, X_test, y_train, y_test = dataset.split(test_size, split_seed)
+
+@dataclass
+class _FitRun:
+    """The settings of one ``dpconvex fit``, checked against each other before any work."""
+
+    data: str
+    target: str | None
+    epsilon: float
+    delta: float
+    as_json: bool
+    task: str
+    schema_file: str | None
+    y_bounds: tuple[float, float] | None
+    row_bound: float | None
+    method: str
+    accounting: str
+    test_size: float
+    split_seed: int
+    seed: int | None
+    out: str
+    force: bool
+    mkdir: bool
+    use_dask: bool
+    scheduler: str | None
+    budget: str | None
+    classes: list | None
+
+    @property
+    def regression(self) -> bool:
+        return self.task == "regression"
+
+    def check(self) -> None:
+        if self.regression:
+            if self.y_bounds is None:
+                raise ValueError(
+                    "--task regression needs --y-bounds LOW,HIGH: the public range of the "
+                    "target, chosen without looking at the data (targets outside are clipped)"
+                )
+            if self.classes is not None:
+                raise ValueError("--classes is for classification; regression takes --y-bounds")
+        else:
+            if self.y_bounds is not None:
+                raise ValueError(
+                    "--y-bounds is for regression: add --task regression for a numeric target"
+                )
+            if self.method == "adassp":
+                raise ValueError("--method adassp is for regression (--task regression)")
+        if self.schema_file is not None:
+            if self.row_bound is not None:
+                raise ValueError(
+                    "--row-bound is set by the schema (the square root of its number of "
+                    "columns); drop --row-bound"
+                )
+            if self.data == "adult":
+                raise ValueError("--schema reads a CSV file; --data adult is already encoded")
+        if self.scheduler is not None and not self.use_dask:
+            raise ValueError("--scheduler needs --dask")
+
+    def estimator(self):
+        """The estimator for the numeric path (no schema)."""
+        from .models import DPLinearRegression, DPLogisticRegression
+
+        common = {
+            "epsilon": self.epsilon,
+            "delta": self.delta,
+            "method": self.method,
+            "accounting": self.accounting,
+            "random_state": self.seed,
+            "budget": self.budget,
+        }
+        if self.row_bound is not None:
+            common.update(row_norm="clip", row_bound=self.row_bound)
+        if self.regression:
+            return DPLinearRegression(y_bounds=self.y_bounds, **common)
+        return DPLogisticRegression(classes=self.classes, **common)
+
+
+def _scores(predicted, truth, regression: bool) -> dict:
+    """Accuracy, or R^2 and RMSE, of ``predicted`` against ``truth`` (numpy arrays)."""
+    predicted, truth = np.asarray(predicted), np.asarray(truth)
+    if not regression:
+        return {"accuracy": float(np.mean(predicted == truth))}
+    residual = float(np.sum((truth - predicted) ** 2))
+    spread = float(np.sum((truth - truth.mean()) ** 2))
+    r2 = 1.0 - residual / spread if spread > 0 else float("nan")
+    return {"r2": r2, "rmse": float(np.sqrt(residual / truth.size))}
+
+
+def _fit_numeric(run: _FitRun) -> None:
+    """No schema: numeric feature columns (or bundled Adult) and one estimator."""
+    if run.data == "adult":
+        dataset = _load_data(run.data, None)
+    else:
+        from .datasets import load_csv
+
+        path = input_file(run.data, "--data")
+        if run.target is None:
+            raise ValueError("--target is required with a CSV file")
+        dataset = load_csv(path, run.target, numeric_target=run.regression)
+    X_train, X_test, y_train, y_test = dataset.split(run.test_size, run.split_seed)
     # --budget: the estimator charges its planned event before it touches the data
-    model = DPLogisticRegression(
-        epsilon=epsilon,
-        delta=delta,
-        method=method,
-        classes=classes,
-        accounting=accounting,
-        random_state=seed,
-        budget=budget,
-    )
-    start = time.perf_counter()
-    model.fit(X_train, y_train)
-    seconds = time.perf_counter() - start
+    model = run.estimator()
+    with _progress(f"fitting ({run.method})", enabled=not run.as_json) as clock:
+        model.fit(X_train, y_train)
     _save_and_report(
         model,
-        out,
+        run,
         {"data": dataset.name, "feature_names": list(dataset.feature_names)},
-        {"mechanism_params": {k: _jsonable(v) for k, v in model.mechanism_params_.items()}},
-        accuracy=float(model.score(X_test, y_test)),
-        seconds=seconds,
-        method=method,
-        as_json=as_json,
+        scores=_scores(model.predict(X_test), y_test, run.regression),
+        seconds=clock.seconds,
         details={"n_train": int(len(y_train)), "n_test": int(len(y_test))},
     )
 
 
-def _save_and_report(
-    model, out, data_fields, extra, *, accuracy, seconds, method, as_json, details
-):
-    """Write the fitted model as JSON to ``out`` and print the summary of ``dpconvex fit``.
+def _fit_table(run: _FitRun) -> None:
+    """With a schema: the declared columns as text cells, one encoder-and-model pipeline."""
+    from .datasets.base import Dataset
+    from .datasets.files import load_csv_cells
+    from .preprocessing import load_schema
+    from .table_model import make_table_model
+
+    schema = load_schema(run.schema_file)
+    path = input_file(run.data, "--data")
+    if run.target is None:
+        raise ValueError("--target is required with a CSV file")
+    names = [c.name for c in schema.columns]
+    cells, y = load_csv_cells(path, names, run.target, numeric_target=run.regression)
+    _check_before_charge(schema, cells, y, run)  # training and test rows
+    dataset = Dataset(name=path.stem, X=cells, y=y, feature_names=names)
+    X_train, X_test, y_train, y_test = dataset.split(run.test_size, run.split_seed)
+    pipe = make_table_model(
+        schema,
+        n_samples=len(y_train),
+        epsilon=run.epsilon,
+        delta=run.delta,
+        task=run.task,
+        classes=run.classes,
+        y_bounds=run.y_bounds,
+        method=run.method,
+        accounting=run.accounting,
+        random_state=run.seed,
+        budget=run.budget,
+    )
+    with _progress(f"fitting ({run.method})", enabled=not run.as_json) as clock:
+        pipe.fit(X_train, y_train)
+    _save_and_report(
+        pipe,
+        run,
+        {"data": dataset.name, "target": run.target, "task": run.task},
+        scores=_scores(pipe.predict(X_test), y_test, run.regression),
+        seconds=clock.seconds,
+        details={"n_train": int(len(y_train)), "n_test": int(len(y_test))},
+    )
+
+
+def _check_before_charge(schema, cells, y, run: _FitRun) -> None:
+    """Refuse labels outside the classes and, with --budget, cells the encoder would refuse
+    (in training or test rows), before the pipeline charges the ledger (it charges before
+    its steps read the rows)."""
+    from .models.labels import check_labels, declared_classes
+    from .preprocessing.columns import category_codes, numeric_cells
+    from .preprocessing.schema import Numeric
+
+    if not run.regression:
+        check_labels(y, declared_classes(run.classes), declared=run.classes is not None)
+    if run.budget is None:
+        return
+    markers = frozenset(schema.missing_values)
+    for j, col in enumerate(schema.columns):
+        if isinstance(col, Numeric):
+            numeric_cells(cells[:, j], col, markers)
+        elif col.missing == "refuse":
+            category_codes(cells[:, j], col, markers)
+
+
+def _save_and_report(model, run: _FitRun, extra: dict, *, scores, seconds, details) -> None:
+    """Write the fitted model as JSON to ``run.out`` and print the summary of ``dpconvex fit``.
 
     The table and ``--json`` carry the same fields.
     """
     from .models.persist import save_model
 
-    save_model(model, out, overwrite=True, extra={**data_fields, **extra})
+    final = model[-1] if hasattr(model, "steps") else model
+    if hasattr(final, "mechanism_params_") and not hasattr(model, "steps"):
+        extra = {**extra, "mechanism_params": dict(final.mechanism_params_)}
+    save_model(model, run.out, overwrite=True, extra=extra)
     summary = {
-        "accuracy": accuracy,
+        **scores,
         "epsilon": model.epsilon_,
         "delta": model.delta_,
-        "method": method,
+        "task": run.task,
+        "method": getattr(final, "method_", run.method),
         "fit_seconds": seconds,
         **details,
-        "model_file": str(out),
+        "model_file": str(run.out),
     }
-    _emit(summary, as_json)
+    if hasattr(model, "steps"):
+        summary["encoder_epsilon"] = model[0].epsilon_
+    _emit(summary, run.as_json)
 
 
-def _fit_dask(
-    data,
-    target,
-    epsilon,
-    delta,
-    method,
-    classes,
-    budget,
-    accounting,
-    test_size,
-    split_seed,
-    seed,
-    out,
-    scheduler,
-    as_json,
-):
+def _fit_dask(run: _FitRun) -> None:
     """The dask branch of ``fit``: data from Parquet/CSV (or bundled Adult), fit on a cluster."""
     try:
         import dask.array as da
     except ImportError:
         raise ValueError('--dask needs the optional extra: pip install "dpconvex[dask]"') from None
-    from .models import DPLogisticRegression
     from .scale.data import local_client, read_table
 
-    with local_client(scheduler):
-        if data == "adult":
-            split = _load_data(data, None).split(test_size, split_seed)
+    if run.schema_file is not None:
+        _fit_dask_table(run)
+        return
+    with local_client(run.scheduler):
+        if run.data == "adult":
+            split = _load_data(run.data, None).split(run.test_size, run.split_seed)
             # persist once on the cluster rather than shipping the array with every pass
             train = (da.from_array(split[0], chunks=(10_000, -1)).persist(), split[2])
             test = (da.from_array(split[1], chunks=(10_000, -1)).persist(), split[3])
         else:
-            if target is None:
+            if run.target is None:
                 raise ValueError("--target is required with a data file")
-            train, test = read_table(data, target, test_size=test_size, seed=split_seed)
-        model = DPLogisticRegression(
-            epsilon=epsilon,
-            delta=delta,
-            method=method,
-            classes=classes,
-            accounting=accounting,
-            random_state=seed,
-            budget=budget,
-        )
-        start = time.perf_counter()
-        model.fit(*train)
-        seconds = time.perf_counter() - start
+            train, test = read_table(
+                run.data, run.target, test_size=run.test_size, seed=run.split_seed
+            )
+        model = run.estimator()
+        with _progress(f"fitting ({run.method}, dask)", enabled=not run.as_json) as clock:
+            model.fit(*train)
         predicted = model.predict(test[0])
         truth = test[1]
         if not hasattr(truth, "compute"):
             truth = da.from_array(np.asarray(truth), chunks=predicted.chunks)
-        accuracy = float((predicted == truth).mean().compute())
+        scores = _dask_scores(predicted, truth, run.regression)
     _save_and_report(
         model,
-        out,
-        {"data": str(data), "dask": True},
-        {},
-        accuracy=accuracy,
-        seconds=seconds,
-        method=method,
-        as_json=as_json,
+        run,
+        {"data": str(run.data), "dask": True},
+        scores=scores,
+        seconds=clock.seconds,
         details={},
     )
+
+
+def _fit_dask_table(run: _FitRun) -> None:
+    """``--dask --schema``: the schema's columns as a dask DataFrame, one pipeline."""
+    from .preprocessing import load_schema
+    from .scale import data as scale_data
+    from .table_model import make_table_model
+
+    if not hasattr(scale_data, "read_frame") or not _encoder_reads_dask():
+        raise ValueError(
+            "--dask with --schema is not available in this version: drop --dask to read "
+            "the CSV in memory"
+        )
+    if run.target is None:
+        raise ValueError("--target is required with a data file")
+    schema = load_schema(run.schema_file)
+    names = [c.name for c in schema.columns]
+    if run.target in names:
+        raise ValueError(f"the target column {run.target!r} is also declared in the schema")
+    frame = scale_data.read_frame(run.data, [*names, run.target])
+    train, test = scale_data.split_frame(frame, run.test_size, run.split_seed)
+    with scale_data.local_client(run.scheduler):
+        n_train = int(len(train))  # the number of rows is public in dpconvex's guarantee
+        y_train, y_test = (_dask_target(part[run.target], run) for part in (train, test))
+        _check_dask_labels(y_train, run)
+        pipe = make_table_model(
+            schema,
+            n_samples=n_train,
+            epsilon=run.epsilon,
+            delta=run.delta,
+            task=run.task,
+            classes=run.classes,
+            y_bounds=run.y_bounds,
+            method=run.method,
+            accounting=run.accounting,
+            random_state=run.seed,
+            budget=run.budget,
+        )
+        with _progress(f"fitting ({run.method}, dask)", enabled=not run.as_json) as clock:
+            pipe.fit(train[names], y_train)
+        predicted = pipe.predict(test[names])
+        truth = y_test.to_dask_array(lengths=list(predicted.chunks[0]))
+        scores = _dask_scores(predicted, truth, run.regression)
+    _save_and_report(
+        pipe,
+        run,
+        {"data": str(run.data), "target": run.target, "task": run.task},
+        scores=scores,
+        seconds=clock.seconds,
+        details={"n_train": n_train},
+    )
+
+
+def _encoder_reads_dask() -> bool:
+    from .preprocessing import columns
+
+    return hasattr(columns, "is_dask_table")
+
+
+def _dask_target(series, run: _FitRun):
+    """The target column as numbers (regression, or numeric classes) or as text."""
+    import dask.dataframe as dd
+
+    from .models.labels import declared_classes
+
+    if run.regression or declared_classes(run.classes).dtype.kind in "biuf":
+        return dd.to_numeric(series, errors="coerce").astype("float64")
+    return series.astype(str)
+
+
+def _check_dask_labels(y, run: _FitRun) -> None:
+    """Refuse missing or non-numeric regression targets, or labels outside the classes,
+    before the pipeline charges a budget (one pass over the target column)."""
+    from .models.labels import check_labels, declared_classes
+
+    if run.regression:
+        if bool(y.isna().any().compute()):
+            raise ValueError(
+                f"the target column {run.target!r} holds a missing value or text; a "
+                "regression target must be numbers (drop those rows)"
+            )
+        return
+    values = y.to_dask_array(lengths=True)
+    check_labels(values, declared_classes(run.classes), declared=run.classes is not None)
+
+
+def _dask_scores(predicted, truth, regression: bool) -> dict:
+    import dask
+
+    if not regression:
+        return {"accuracy": float((predicted == truth).mean().compute())}
+    residual, total, square, count = dask.compute(
+        ((truth - predicted) ** 2).sum(), truth.sum(), (truth**2).sum(), truth.size
+    )
+    spread = float(square) - float(total) ** 2 / count
+    r2 = 1.0 - float(residual) / spread if spread > 0 else float("nan")
+    return {"r2": r2, "rmse": float(np.sqrt(float(residual) / count))}
+
+
+#: seconds a fit runs before a status line appears on stderr
+PROGRESS_DELAY = 2.0
+
+
+class _Clock:
+    """A status line on ``stream`` after ``delay`` seconds, refreshed each second."""
+
+    def __init__(self, label: str, stream, delay: float, enabled: bool):
+        import threading
+
+        self.label, self.stream, self.delay, self.enabled = label, stream, delay, enabled
+        self.seconds = 0.0
+        self.shown = False
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        if self._stop.wait(self.delay):
+            return
+        while True:
+            elapsed = time.perf_counter() - self._start
+            self.stream.write(f"\r{self.label}: {elapsed:.0f} s elapsed")
+            self.stream.flush()
+            self.shown = True
+            if self._stop.wait(1.0):
+                return
+
+    def __enter__(self):
+        self._start = time.perf_counter()
+        if self.enabled:
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.seconds = time.perf_counter() - self._start
+        if self.enabled:
+            self._stop.set()
+            self._thread.join()
+            if self.shown:  # clear the status line
+                self.stream.write("\r" + " " * (len(self.label) + 24) + "\r")
+                self.stream.flush()
+
+
+def _progress(label: str, *, enabled: bool, stream=None, delay: float | None = None) -> _Clock:
+    """Time a fit; on a terminal, show the elapsed time once it passes ``PROGRESS_DELAY``.
+
+    Only elapsed time is shown (public settings and the clock; no count that depends on
+    the data); never with --json, and not when stderr is not a terminal (logs, pipes).
+    """
+    stream = sys.stderr if stream is None else stream
+    enabled = enabled and _is_terminal(stream)
+    return _Clock(label, stream, PROGRESS_DELAY if delay is None else delay, enabled)
+
+
+def _is_terminal(stream) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False
+
+
+@cli.group("schema")
+def schema_group() -> None:
+    """Schema files: how each column of a raw table becomes features (for `fit --schema`)."""
+
+
+@schema_group.command("template")
+@click.option(
+    "--data", type=InputFile(), required=True, help="The CSV file (only its header line is read)."
+)
+@click.option("--target", default=None, help="The target column, left out of the schema.")
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False),
+    default="schema.json",
+    show_default=True,
+    help="File to write the schema template to.",
+)
+@force_option
+@mkdir_option
+def schema_template(data, target, out, force, mkdir):
+    """Write a schema to edit, from the CSV's header line only (no row is read).
+
+    Every column but --target is declared numeric with both bounds to estimate
+    privately within the search range [-1e6, 1e6]. Edit it before fitting: declare
+    text columns categorical with their categories, give the bounds you know, narrow
+    each search range to what you know of the column without looking at the data,
+    and add "log": "log1p" for positive heavy-tailed columns.
+    """
+    from .datasets.files import csv_header
+    from .preprocessing import schema_from_dict
+
+    _check_output(out, force=force, mkdir=mkdir)
+    header = csv_header(data)
+    if target is not None and target not in header:
+        raise ValueError(f"target column {target!r} is not in the header of {data}")
+    columns = [
+        {
+            "name": name,
+            "type": "numeric",
+            "bounds": [None, None],
+            "search_range": list(TEMPLATE_RANGE),
+            "missing": "indicator",
+        }
+        for name in header
+        if name != target
+    ]
+    spec = {"columns": columns}
+    schema_from_dict(spec)  # the template itself must load (column limits, names)
+    Path(out).write_text(json.dumps(spec, indent=2) + "\n")
+    click.echo(
+        f"wrote {out}: {len(columns)} columns, all numeric with bounds to estimate; edit it "
+        "(categorical columns, known bounds, search ranges) before `dpconvex fit --schema`",
+        err=True,
+    )
+
+
+#: the search range a schema template declares for every column (to be edited)
+TEMPLATE_RANGE = (-1e6, 1e6)
 
 
 @cli.command("predict")
@@ -765,13 +1121,15 @@ def _fit_dask(
 @click.option(
     "--data",
     required=True,
-    help="CSV file with a header row that holds the model's feature columns, by name (other "
-    'columns are ignored); or "adult" for all rows of the bundled Adult data.',
+    help="CSV file with a header row that holds the model's columns, by name (other columns "
+    "are ignored): the schema's raw columns for a model fitted with --schema, else the "
+    'numeric feature columns; or "adult" for all rows of the bundled Adult data.',
 )
 @click.option(
     "--target",
     default=None,
-    help="Label column of the CSV file; when given, the accuracy on these rows is reported too.",
+    help="Target column of the CSV file; when given, the accuracy (R^2 and RMSE for a "
+    "regression) on these rows is reported too.",
 )
 @click.option(
     "--out",
@@ -784,34 +1142,28 @@ def _fit_dask(
 @mkdir_option
 @json_option
 def predict(model_file, data, target, out, force, mkdir, as_json):
-    """Apply a model saved by `dpconvex fit` to new rows and print the predicted labels.
+    """Apply a model saved by `dpconvex fit` to new rows and print the predictions.
 
-    Prediction uses only the released model, so it costs no further privacy.
+    Prediction uses only the released model, so it costs no further privacy. A model
+    fitted with --schema reads the raw columns and encodes them as in training.
     """
-    from .datasets import load_adult, load_csv_features
-    from .models.persist import load_model, read_model_record
+    from sklearn.base import ClassifierMixin
+
+    from .models.persist import load_model
 
     if out is not None:
         _check_output(out, force=force, mkdir=mkdir)
     if data != "adult":
         data = str(input_file(data, "--data"))
-    record = read_model_record(model_file)
     model = load_model(model_file)
-    names = record.get("feature_names")
-    if data == "adult":
-        dataset = load_adult()
-        if names is not None and list(names) != list(dataset.feature_names):
-            raise ValueError(f"{model_file} was not trained on the bundled Adult data")
-        X, y = dataset.X, dataset.y
-    else:
-        if names is None:
-            raise ValueError(f"{model_file} does not list its feature columns; cannot read a CSV")
-        X, y = load_csv_features(data, names, target)
-    labels = model.predict(X)
-    summary = {"model_file": str(model_file), "data": str(data), "n_rows": int(len(labels))}
+    final = model[-1] if hasattr(model, "steps") else model
+    regression = not isinstance(final, ClassifierMixin)
+    X, y = _predict_rows(model_file, model, data, target, regression)
+    predictions = model.predict(X)
+    summary = {"model_file": str(model_file), "data": str(data), "n_rows": int(len(predictions))}
     if y is not None:
-        summary["accuracy"] = float(np.mean(labels == y))
-    plain = [_jsonable(v) for v in labels]
+        summary.update(_scores(predictions, y, regression))
+    plain = [_jsonable(v) for v in predictions]
     if out is not None:
         Path(out).write_text("prediction\n" + "".join(f"{v}\n" for v in plain))
         summary["predictions_file"] = str(out)
@@ -820,8 +1172,35 @@ def predict(model_file, data, target, out, force, mkdir, as_json):
         click.echo(json.dumps({**summary, "predictions": plain}, indent=2))
     else:
         click.echo("\n".join(safe_text(v) for v in plain))
-        if "accuracy" in summary:
-            click.echo(f"accuracy {summary['accuracy']:.6g} on {len(plain)} rows", err=True)
+        scores = {k: summary[k] for k in ("accuracy", "r2", "rmse") if k in summary}
+        if scores:
+            shown = ", ".join(f"{k} {v:.6g}" for k, v in scores.items())
+            click.echo(f"{shown} on {len(plain)} rows", err=True)
+
+
+def _predict_rows(model_file, model, data: str, target, regression: bool):
+    """(X, y) for ``predict``: raw cells for a pipeline, numeric features otherwise."""
+    from .datasets import load_adult, load_csv_features
+    from .datasets.files import load_csv_cells
+    from .models.persist import read_model_record
+
+    if hasattr(model, "steps"):
+        if data == "adult":
+            raise ValueError(f"{model_file} reads raw CSV columns; give a CSV file as --data")
+        names = [c.name for c in model[0].schema_.columns]
+        return load_csv_cells(data, names, target, numeric_target=regression)
+    names = read_model_record(model_file).get("feature_names")
+    if data == "adult":
+        dataset = load_adult()
+        if names is not None and list(names) != list(dataset.feature_names):
+            raise ValueError(f"{model_file} was not trained on the bundled Adult data")
+        return dataset.X, dataset.y
+    if names is None:
+        raise ValueError(f"{model_file} does not list its feature columns; cannot read a CSV")
+    X, y = load_csv_features(data, names, target)
+    if regression and y is not None and y.dtype.kind not in "fiu":
+        raise ValueError(f"the target column {target!r} must hold numbers for a regression")
+    return X, y
 
 
 @cli.group("budget")
@@ -1171,7 +1550,7 @@ def plot_profile(sigma, lam, beta, lipschitz, out, mkdir):
 
 
 def _attach_commands() -> None:
-    """Commands that live beside their packages (seed 004's counting queries)."""
+    """Commands that live beside their packages (the counting queries of dpconvex.queries)."""
     from .queries.cli import counting
 
     cli.add_command(counting)

@@ -355,11 +355,13 @@ class PrivatePipeline(Pipeline):
         return self
 
     def fit_transform(self, X, y=None, **params):
+        """Fit every step as :meth:`fit` does (one priced event), then transform ``X``."""
         with self._priced(X):
             out = super().fit_transform(X, y, **params)
         return out
 
     def fit_predict(self, X, y=None, **params):
+        """Fit every step as :meth:`fit` does (one priced event), then predict on ``X``."""
         with self._priced(X):
             out = super().fit_predict(X, y, **params)
         return out

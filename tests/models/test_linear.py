@@ -45,7 +45,7 @@ def test_amp_event_follows_the_paper_rule(binary):
     ).fit(X, y)
     ev = model.dp_event_
     assert isinstance(ev, AmpDpEvent)
-    # spec/objpert.md §3 table at eps = 1: sigma 6.8285, lam 4.1161; C = sqrt 2, beta = 0.5
+    # AMP rule of Redberg et al. §5 at eps 1: sigma 6.8285, lam 4.1161; C = sqrt 2, beta = 0.5
     assert ev.sigma == pytest.approx(6.8285, abs=2e-4)
     assert ev.lam == pytest.approx(4.1161, abs=1e-4)
     assert ev.lipschitz == pytest.approx(math.sqrt(2)) and ev.beta == pytest.approx(0.5)
@@ -93,7 +93,7 @@ def test_label_set_is_declared_not_read_off_the_data(binary):
     """
     X, y = binary
     X2, y2 = np.vstack([X, X[:1]]), np.append(y, 7)
-    with pytest.raises(ValueError, match=r"labels \[7\] are not in the declared classes"):
+    with pytest.raises(ValueError, match=r"some labels are not in the declared classes \[0, 1\]"):
         DPLogisticRegression(random_state=0).fit(X2, y2)
     shapes = []
     for Xn, yn in [(X, y), (X2, y2)]:

@@ -246,7 +246,8 @@ def _edit(record: dict, path: str, value) -> dict:
 _DELETE = object()
 _AMP = "dpconvex.accounting.events.AmpDpEvent"
 EDITS = [  # (file, field path, new value, words of the error)
-    ("binary", "format_version", 2, "format_version: 2 is not one"),
+    ("binary", "format_version", 3, "format_version: 3 is not one"),
+    ("binary", "format_version", 2, "model: must be 'PrivatePipeline' in a format_version 2"),
     ("binary", "format_version", True, "format_version"),
     ("binary", "format", "pickle", "format: must be"),
     ("binary", "model", "Pipeline", "model: must name one of"),

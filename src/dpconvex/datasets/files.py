@@ -6,7 +6,9 @@ is never opened: opening it blocks), text that is not UTF-8, a NUL byte, a line 
 than ``MAX_LINE`` bytes, a field longer than the csv module's limit, a header with an
 empty or repeated name or more than ``MAX_COLUMNS`` columns, a row with another number
 of fields, a class label longer than ``MAX_LABEL`` characters; a LIBSVM file with
-feature indices beyond ``MAX_LIBSVM_FEATURES``. A number is what
+feature indices beyond ``MAX_LIBSVM_FEATURES``. Messages name the file, the line and
+the column, never a cell's content (a message may be copied into a log or an issue;
+the line points the data owner to the cell). A number is what
 ``float`` reads from ASCII text without digit-group underscores: "١٢٣" (Arabic-Indic
 digits) or "１２３" (full-width), which ``float`` accepts, are refused. Memory: the
 feature matrix (8 bytes a value), one reference a row to the (shared) label strings,
@@ -36,8 +38,9 @@ MAX_COLUMNS = 100_000
 MAX_LABEL = 64
 #: most features (the largest index) of a LIBSVM file
 MAX_LIBSVM_FEATURES = 2**22
+#: distinct cells of one column stored once each by :func:`load_csv_cells`
+_MAX_SHARED = 100_000
 _BOM = b"\xef\xbb\xbf"
-_SHOWN = 40  # characters of a cell shown in a message
 
 
 class _Lines:
@@ -179,7 +182,7 @@ class _Table:
         if absent:
             shown = absent[:5] + (["..."] if len(absent) > 5 else [])
             raise ValueError(
-                f"{self.name} lacks {len(absent)} of the model's feature columns: {shown} "
+                f"{self.name} lacks {len(absent)} of the feature columns needed: {shown} "
                 f"(columns of the file: {header[:10]}{' ...' if len(header) > 10 else ''})"
             )
         if self.target is not None and self.target not in header:
@@ -230,12 +233,14 @@ class _Table:
             ]
             raise ValueError(
                 f"{name} has missing values (empty or NA cells) in {'; '.join(parts)}. "
-                "dpconvex does not fill them in: drop those rows or impute the values first"
+                "Without a schema dpconvex does not fill them in: declare the columns in a "
+                "schema (--schema; missing cells then get an indicator column), or drop "
+                "those rows"
             )
         if self.foreign:
             parts = [
-                f"column {header[j]!r} ({_shown(cell)} on line {line})"
-                for j, (line, cell) in self.foreign.items()
+                f"column {header[j]!r} (first on line {line})"
+                for j, (line, _cell) in self.foreign.items()
             ]
             raise ValueError(
                 f"{name}: numbers written with digits other than 0-9 in {'; '.join(parts)}; "
@@ -243,19 +248,18 @@ class _Table:
             )
         if self.text:
             parts = [
-                f"column {header[j]!r} holds text ({_shown(cell)} on line {line}, {_rows(n)} "
-                "in all)"
-                for j, (line, cell, n) in self.text.items()
+                f"column {header[j]!r} holds text (first on line {line}, {_rows(n)} in all)"
+                for j, (line, _cell, n) in self.text.items()
             ]
             raise ValueError(
-                f"{name}: {'; '.join(parts)}. Feature columns must be numbers: encode "
-                "categorical columns first (e.g. one column of 0/1 per category, with the "
-                "categories chosen without looking at the data)"
+                f"{name}: {'; '.join(parts)}. Without a schema, feature columns must be "
+                "numbers: declare text columns as categorical in a schema (--schema; start "
+                "from `dpconvex schema template`), or encode them first"
             )
         if self.infinite:
             parts = [
-                f"column {header[j]!r} is {_shown(cell)} on line {line}"
-                for j, (line, cell) in self.infinite.items()
+                f"column {header[j]!r} holds an infinite value (first on line {line})"
+                for j, (line, _cell) in self.infinite.items()
             ]
             raise ValueError(f"{name}: {'; '.join(parts)}; feature values must be finite")
         width = len(self.values) // self.rows
@@ -263,6 +267,44 @@ class _Table:
 
     def label_array(self) -> np.ndarray:
         return _labels(self.name, self.target, self.labels, self.label_lines)
+
+    def target_array(self, numeric: bool = False) -> np.ndarray:
+        """Class labels (numbers if all are, else text), or with ``numeric`` float targets."""
+        if not numeric:
+            return self.label_array()
+        return _numeric_targets(self.name, self.target, self.labels, self.label_lines)
+
+
+class _CellTable(_Table):
+    """The declared columns of a CSV file kept as text cells (for a schema's encoder).
+
+    Repeated cells share one string per column (up to ``_MAX_SHARED`` distinct cells a
+    column), so a categorical column costs a reference a row.
+    """
+
+    def __init__(self, path: Path, columns: list[str], target: str | None):
+        super().__init__(path, lambda header: list(columns), target)
+        self.cells: list[str] = []
+        self.shared: dict[int, dict[str, str]] = {}
+
+    def _row(self, record, width: int, line: int, columns, t) -> None:
+        if len(record) != width:
+            raise ValueError(f"{self.name}, line {line}: {len(record)} fields, expected {width}")
+        for j in columns:
+            cell = record[j]
+            pool = self.shared.setdefault(j, {})
+            self.cells.append(pool.get(cell, cell))
+            if len(pool) < _MAX_SHARED:
+                pool.setdefault(cell, cell)
+        if t is not None:
+            self.labels.append(record[t].strip())
+            self.label_lines.append(line)
+        self.rows += 1
+
+    def cell_matrix(self, width: int) -> np.ndarray:
+        out = np.empty(len(self.cells), dtype=object)
+        out[:] = self.cells
+        return out.reshape(self.rows, width)
 
 
 def _number(cell: str) -> float | None:
@@ -286,22 +328,18 @@ def _foreign_number(cell: str) -> bool:
     return True
 
 
-def _shown(cell: str) -> str:
-    return repr(cell if len(cell) <= _SHOWN else cell[:_SHOWN] + "...")
-
-
 def _rows(count: int) -> str:
     return f"{count} row{'s' if count != 1 else ''}"
 
 
-def load_csv(path: str | Path, target: str) -> Dataset:
+def load_csv(path: str | Path, target: str, *, numeric_target: bool = False) -> Dataset:
     """Read a CSV file with a header row; ``target`` names the label column.
 
     Feature columns must be numeric (no category levels are read off the data:
     which levels occur is itself information about the records). Missing values
     (empty, NA, NaN, null, ?) and text are reported with their column, the number
     of affected rows and the first line; see the module's docstring for what else is
-    refused.
+    refused. With ``numeric_target`` (regression), every target must be a finite number.
     """
     path = Path(path)
     table = _Table(path, lambda header: [h for h in header if h != target], target)
@@ -310,7 +348,7 @@ def load_csv(path: str | Path, target: str) -> Dataset:
     return Dataset(
         name=path.stem,
         X=table.matrix(header),
-        y=table.label_array(),
+        y=table.target_array(numeric_target),
         feature_names=features,
     )
 
@@ -332,7 +370,7 @@ def _labels(name: str, target: str, labels: list[str], lines: list[int]) -> np.n
         if bad:
             line = lines[labels.index(bad[0])]
             raise ValueError(
-                f"{name}: label {_shown(bad[0])} in column {target!r} on line {line}; "
+                f"{name}: the label in column {target!r} on line {line} is not finite; "
                 "labels must be finite"
             )
         return np.array([values[label] for label in labels], dtype=np.float64)
@@ -340,12 +378,57 @@ def _labels(name: str, target: str, labels: list[str], lines: list[int]) -> np.n
     if long:
         line = lines[labels.index(long[0])]
         raise ValueError(
-            f"{name}: label {_shown(long[0])} in column {target!r} on line {line} is longer "
-            f"than {MAX_LABEL} characters; class labels must be short names"
+            f"{name}: the label in column {target!r} on line {line} is longer than "
+            f"{MAX_LABEL} characters; class labels must be short names (for a numeric "
+            "target, fit a regression: --task regression)"
         )
     codes = {label: k for k, label in enumerate(distinct)}
     index = np.fromiter((codes[label] for label in labels), dtype=np.intp, count=len(labels))
     return np.array(list(distinct))[index]
+
+
+def _numeric_targets(name: str, target: str, labels: list[str], lines: list[int]) -> np.ndarray:
+    """Regression targets: every one a finite number written in ASCII digits."""
+    out = np.empty(len(labels))
+    for k, (label, line) in enumerate(zip(labels, lines, strict=True)):
+        if label.lower() in MISSING_CELLS:
+            raise ValueError(
+                f"{name} has a missing target in column {target!r} (first on line {line}); "
+                "drop the rows without a target before training"
+            )
+        value = _number(label)
+        if value is None or not math.isfinite(value):
+            raise ValueError(
+                f"{name}: the target in column {target!r} on line {line} is not a finite "
+                "number written with the digits 0-9; a regression target must be numbers"
+            )
+        out[k] = value
+    return out
+
+
+def load_csv_cells(
+    path: str | Path,
+    columns: list[str],
+    target: str | None = None,
+    *,
+    numeric_target: bool = False,
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """(cells, y): the named ``columns`` of a CSV file as text cells, in that order.
+
+    For a declared schema's encoder (:class:`dpconvex.preprocessing.TableEncoder`), which
+    parses the cells and handles missing values; other columns of the file are ignored.
+    ``cells`` is an object array of strings (rows x columns). ``y`` is the ``target``
+    column (see :func:`load_csv` for ``numeric_target``), or None without one. The
+    file is checked as :func:`load_csv` checks it (see the module docstring).
+    """
+    path = Path(path)
+    columns = list(columns)
+    if target is not None and target in columns:
+        raise ValueError(f"the target column {target!r} is also declared as a feature column")
+    table = _CellTable(path, columns, target)
+    table.read()
+    cells = table.cell_matrix(len(columns))
+    return cells, None if target is None else table.target_array(numeric_target)
 
 
 def load_csv_features(

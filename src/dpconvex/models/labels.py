@@ -5,10 +5,11 @@ If ``classes_`` (and so the number of one-vs-rest problems and the shape of
 of a new label would produce a model of another shape, a difference no noise
 covers. So the label set is a parameter (``classes=``); without it a classifier
 uses the binary convention ``BINARY_CONVENTION = (0, 1)``. Labels outside the
-declared set are refused before any privacy is spent, with an error that names
-them (the error goes to whoever holds the data; it is input validation, not a
-release). Classes that do not occur in the data are fine: their problems are
-trained on all-negative targets, exactly as on any other data set.
+declared set are refused before any privacy is spent, with an error that names the
+declared set and the fixes but no label read from the rows (errors reach logs and
+screens that the data owner does not control; a numeric target such as a price would
+otherwise be printed value by value). Classes that do not occur in the data are fine:
+their problems are trained on all-negative targets, exactly as on any other data set.
 """
 
 from __future__ import annotations
@@ -47,9 +48,11 @@ def declared_classes(classes) -> np.ndarray:
 
 
 def check_labels(y, classes: np.ndarray, *, declared: bool) -> None:
-    """Raise if ``y`` holds a label outside ``classes``; name up to five of them.
+    """Raise if ``y`` holds a label outside ``classes``.
 
-    ``y`` may be a numpy array or a (lazy) dask array; only membership is computed.
+    The message shows the declared (public) classes and what to change, never a value
+    of ``y``. ``y`` may be a numpy array or a (lazy) dask array; only membership is
+    computed.
     """
     from ..scale.objective import is_dask_array
 
@@ -57,19 +60,13 @@ def check_labels(y, classes: np.ndarray, *, declared: bool) -> None:
     ok = bool(inside.all().compute()) if is_dask_array(inside) else bool(np.all(inside))
     if ok:
         return
-    outside = y[~inside]
-    outside = np.asarray(outside.compute() if is_dask_array(outside) else outside)
-    shown = [_plain(v) for v in np.unique(outside)[:5]]
-    hint = (
-        "declare the label set with classes=[...] (command line: --classes a,b); choose it "
-        "without looking at the data: it is released with the model"
-        if not declared
-        else "remove those rows or add the labels to classes"
-    )
     convention = " (the default binary labels)" if not declared else ""
     raise ValueError(
-        f"labels {shown} are not in the declared classes {[_plain(c) for c in classes]}"
-        f"{convention}; {hint}"
+        f"some labels are not in the declared classes {[_plain(c) for c in classes]}"
+        f"{convention}: declare the label set with classes=[...] (command line: --classes "
+        "a,b), chosen without looking at the data since it is released with the model; "
+        "or, for a numeric target, fit a regression (DPLinearRegression; command line: "
+        "--task regression --y-bounds LOW,HIGH)"
     )
 
 

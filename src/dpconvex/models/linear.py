@@ -6,13 +6,16 @@ Methods (``method=``):
   only (the task, n, d, the number of classes, epsilon, delta, whether the rows are a
   dask array) by the rule of :mod:`dpconvex.plans.auto`, derived on synthetic data.
   The fitted model states its choice (``method_``) and why (``method_reason_``).
-* ``"amp"`` — Algorithm 1 of seed 000 (approximate minima perturbation with
-  gradient clipping). (sigma, lam) by the paper's rule (f = 1.3, tau = 0.01,
-  sigma_out = 0.15, C = R with R the row bound including the intercept, which is
-  sqrt 2 for unit rows plus a bias) unless ``lam`` is given; PLD accounting by default.
+* ``"amp"`` — Algorithm 1 of Redberg, Koskela & Wang (arXiv 2401.00583), approximate
+  minima perturbation with gradient clipping at C = R (R the row bound including the
+  intercept, sqrt 2 for unit rows plus a bias). (sigma, lam) by the paper's rule with
+  noise factor f = 1.3 unless ``lam`` is given; the certificate tau and the output
+  noise follow the derived defaults of :mod:`dpconvex.plans.amp` (tau = 1e-12 n L,
+  so neither puts a floor under accuracy; the paper's tau = 0.01, sigma_out = 0.15
+  are ``PAPER_SETTINGS`` there, for its experiments); PLD accounting by default.
 * ``"output"`` — output perturbation of a tau-certified regularized minimizer
-  (seed 001), Gaussian noise for sensitivity (L + 2 tau)/lam by the analytic
-  Gaussian calibration.
+  (Wang's lecture notes on objective perturbation, CS291A, UC Santa Barbara, 2021),
+  Gaussian noise for sensitivity (L + 2 tau)/lam by the analytic Gaussian calibration.
 * ``"dpsgd"`` — DP-SGD with Poisson subsampling (expected batch ``batch_size``,
   ``epochs`` passes), per-example clipping at C, Adam or plain steps.
 * ``"dpgd"`` — full-batch DP-GD for ``epochs`` steps (default: derived from epsilon,
@@ -390,7 +393,7 @@ class DPLogisticRegression(ClassifierMixin, _DPLinearModel):
         the model); default [0, 1]. Labels in y outside this set are an error. More than
         two classes are fitted one-vs-rest, one problem per declared class.
     accounting : {"pld", "rdp"}
-        "pld" (default, tighter) or "rdp" (as in seed 000's experiments).
+        "pld" (default, tighter) or "rdp" (as in Redberg et al.'s experiments).
     fit_intercept, intercept_scaling : bool, float
         Augmented constant feature, regularized and perturbed.
     row_norm, row_bound : {"normalize", "clip", "error"}, float
@@ -728,7 +731,7 @@ class DPLinearRegression(_DPRegressor):
     chooses from the public sizes and the budget. ``"amp"`` minimizes the squared loss
     with clipped gradients by approximate objective perturbation; ``"output"``,
     ``"dpgd"`` and ``"dpsgd"`` do the same with other noise; clipped at C the squared
-    loss is exactly a Huber loss with threshold C/||x|| (spec/objpert.md §5.3), of
+    loss is exactly a Huber loss with threshold C/||x|| (Redberg et al., Thm F.2), of
     curvature bound 1, so beta = R^2.
     ``"adassp"``: sufficient-statistics perturbation with an adaptive ridge (Wang,
     "Revisiting differentially private linear regression", arXiv:1803.02596, Alg. 2):

@@ -6,7 +6,12 @@ parameters, the declared classes, ``coef_`` and ``intercept_``, the privacy spen
 :func:`dpconvex.accounting.serialization.event_from_dict`), the calibrated
 ``mechanism_params`` and the method that ran (``method_run``, with ``method_reason``:
 for ``method="auto"`` the choice made from public sizes), plus what the writer adds
-(the CLI adds the data name and the feature names). Never written: the solver's
+(the CLI adds the data name and the feature names) and, for an estimator fitted on a
+data frame, its column names ``feature_names_in`` (restored as ``feature_names_in_``, so
+``predict`` on a frame checks the columns as scikit-learn does). A fitted
+:class:`~dpconvex.PrivatePipeline` of a table encoder and an estimator is written with
+its schema, the encoder's bounds and the composed guarantee (``format_version`` 2; see
+:mod:`dpconvex.models.pipeline_files`). Never written: the solver's
 iteration count (data-dependent for "amp" and "output"), the noise seed
 ``random_state`` (with it the noise can be replayed and the data read off the model)
 and the ``budget`` ledger path.
@@ -48,8 +53,8 @@ from .linear import DPHuberRegressor, DPLinearRegression, DPLogisticRegression
 
 FORMAT = "dpconvex-model"
 FORMAT_VERSION = 1
-#: format versions this code reads
-READABLE_VERSIONS = (1,)
+#: format versions this code reads (2: a table pipeline, see pipeline_files)
+READABLE_VERSIONS = (1, 2)
 #: largest model file read or written (about 6 million coefficients)
 MAX_FILE_BYTES = 128 * 2**20
 #: deepest nesting of JSON arrays and objects in a model file (one this code writes: 8)
@@ -69,7 +74,7 @@ _REQUIRED_PARAMS = ("epsilon", "delta", "method", "accounting", "fit_intercept",
 _DROPPED_PARAMS = ("random_state", "budget")
 _CORE = ("format", "format_version", "model", "params", "classes", "coef", "intercept",
          "epsilon_spent", "delta", "dp_event", "dp_event_json", "method_run",
-         "method_reason")  # fmt: skip
+         "method_reason", "feature_names_in")  # fmt: skip
 _MAX_MECHANISM_PARAMS = 64
 #: longest ``method_reason`` read
 _MAX_REASON = 400
@@ -129,6 +134,8 @@ def model_record(model, extra: dict | None = None) -> dict:
         "model": type(model).__name__,
         "params": params,
     }
+    if hasattr(model, "feature_names_in_"):  # fitted on a data frame: its column names
+        record["feature_names_in"] = [str(name) for name in model.feature_names_in_]
     clash = sorted(set(extra or ()) & set(_CORE))
     if clash:
         raise ValueError(f"extra fields {clash} would replace the model's own fields")
@@ -162,6 +169,10 @@ def _dumps(record: dict) -> str:
 def save_model(model, path: str | Path, *, overwrite: bool = False, extra: dict | None = None):
     """Write fitted ``model`` as JSON to ``path``; refuse an existing file unless ``overwrite``.
 
+    ``model`` is a dpconvex estimator, or a :class:`~dpconvex.PrivatePipeline` of a
+    :class:`~dpconvex.preprocessing.TableEncoder` then an estimator (as built by
+    :func:`dpconvex.make_table_model`; written with its schema and bounds).
+
     The directory of ``path`` must exist. A record that :func:`load_model` would refuse
     (e.g. non-finite coefficients, ``feature_names`` of the wrong length) is not written.
     Returns the path.
@@ -173,11 +184,14 @@ def save_model(model, path: str | Path, *, overwrite: bool = False, extra: dict 
         raise ValueError(
             f"cannot write {_where(path)}: directory {_where(path.parent)} does not exist"
         )
+    from .pipeline_files import is_table_pipeline, pipeline_record
+
     try:
-        text = _dumps(model_record(model, extra))
+        writer = pipeline_record if is_table_pipeline(model) else model_record
+        text = _dumps(writer(model, extra))
         if len(text.encode()) > MAX_FILE_BYTES:
             raise _Bad("file", f"larger than {MAX_FILE_BYTES} bytes, the most load_model reads")
-        _build(_parse(text.encode()))
+        _build_any(_parse(text.encode()))
     except (_Bad, TypeError, ValueError) as err:
         raise ModelFileError(f"refusing to write {_where(path)}: {err}") from None
     path.write_text(text)
@@ -270,7 +284,7 @@ def _read(path: str | Path) -> tuple[dict, object]:
         raise ModelFileError(f"{where} is larger than {MAX_FILE_BYTES} bytes: not a model file")
     try:
         record = _parse(raw)
-        return record, _build(record)
+        return record, _build_any(record)
     except _Bad as err:
         raise ModelFileError(
             f"{where} is not a dpconvex model file this version loads: {err}"
@@ -283,7 +297,7 @@ def read_model_record(path: str | Path) -> dict:
 
 
 def load_model(path: str | Path):
-    """The fitted estimator saved in ``path`` (by ``dpconvex fit`` or :func:`save_model`).
+    """The fitted estimator or table pipeline saved in ``path`` (by :func:`save_model`).
 
     Every field is checked first (see the module docstring); a file that fails raises
     :class:`ModelFileError` naming the file and the field. The model predicts exactly
@@ -295,9 +309,19 @@ def load_model(path: str | Path):
 
 
 # --- reading: the fields -------------------------------------------------------------------
+def _build_any(record: dict):
+    """The estimator (version 1) or table pipeline (version 2) a checked record describes."""
+    _check_format(record, READABLE_VERSIONS)
+    if record["format_version"] == 2:
+        from .pipeline_files import build_pipeline
+
+        return build_pipeline(record)
+    return _build(record)
+
+
 def _build(record: dict):
     """The estimator a checked record describes; ``_Bad`` for the first failed check."""
-    _check_format(record)
+    _check_format(record, (1,))
     if not isinstance(record.get("model"), str) or record["model"] not in _MODELS:
         raise _Bad("model", f"must name one of {sorted(_MODELS)}, got {_show(record.get('model'))}")
     model = _params(record, _MODELS[record["model"]])
@@ -314,6 +338,8 @@ def _build(record: dict):
     if "mechanism_params" in record:
         model.mechanism_params_ = dict(record["mechanism_params"])
     model.method_, model.method_reason_ = method, reason
+    if "feature_names_in" in record:
+        model.feature_names_in_ = np.asarray(record["feature_names_in"], dtype=object)
     return model
 
 
@@ -332,14 +358,14 @@ def _method_run(record: dict, model) -> tuple[str, str]:
     return method, reason
 
 
-def _check_format(record: dict) -> None:
+def _check_format(record: dict, versions: tuple) -> None:
     if record.get("format") != FORMAT:
         raise _Bad("format", f"must be {FORMAT!r}, got {_show(record.get('format'))}")
     version = record.get("format_version")
-    if type(version) is not int or version not in READABLE_VERSIONS:
+    if type(version) is not int or version not in versions:
         raise _Bad(
             "format_version",
-            f"{_show(version)} is not one this dpconvex reads ({list(READABLE_VERSIONS)}); "
+            f"{_show(version)} is not one this dpconvex reads here ({list(versions)}); "
             "a newer dpconvex may read it",
         )
 
@@ -569,15 +595,22 @@ def _one_line(err: BaseException) -> str:
     return text if len(text) <= 200 else text[:197] + "..."
 
 
-def _extras(record: dict, n_features: int) -> None:
-    names = record.get("feature_names")
+def _names(record: dict, key: str, n_features: int) -> None:
+    names = record.get(key)
     if names is not None:
         if not isinstance(names, list) or len(names) != n_features:
-            raise _Bad("feature_names", f"must be a list of {n_features} names, one per feature")
+            raise _Bad(key, f"must be a list of {n_features} names, one per feature")
         if not all(isinstance(n, str) and n.isprintable() for n in names):
-            raise _Bad("feature_names", "must be text without control characters")
+            raise _Bad(key, "must be text without control characters")
         if len(set(names)) != len(names):
-            raise _Bad("feature_names", "must not repeat a name")
+            raise _Bad(key, "must not repeat a name")
+
+
+def _extras(record: dict, n_features: int) -> None:
+    _names(record, "feature_names", n_features)
+    if record.get("feature_names_in", []) is None:
+        raise _Bad("feature_names_in", "must be a list of names when present")
+    _names(record, "feature_names_in", n_features)
     data = record.get("data")
     if data is not None and not (isinstance(data, str) and data.isprintable()):
         raise _Bad("data", "must be text without control characters")

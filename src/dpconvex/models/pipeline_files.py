@@ -1,0 +1,350 @@
+"""Model files of a fitted table pipeline: the encoder's schema and bounds with the model.
+
+A :class:`~dpconvex.PrivatePipeline` of a :class:`~dpconvex.preprocessing.TableEncoder`
+then a dpconvex estimator (the shape :func:`dpconvex.make_table_model` builds) is
+written as a record of ``format_version`` 2 (estimator files stay version 1):
+
+* ``steps``: the two step names; ``pipeline``: its ``epsilon``, ``delta`` and
+  ``accounting`` parameters;
+* ``schema``: the declared schema (:meth:`Schema.to_dict`, public);
+* ``encoder``: its ``epsilon`` and ``quantiles`` parameters, the fitted ``bounds``
+  (released: each estimated end is the output of a priced quantile mechanism, a
+  declared end is public), the event that prices them and its ``epsilon_spent``;
+* ``estimator``: the estimator's own record (:func:`~dpconvex.models.persist.model_record`);
+* ``epsilon_spent``, ``delta``, ``dp_event_json``: the pipeline's composed guarantee.
+
+Never written: seeds, ledger paths, solver iteration counts (see
+:mod:`dpconvex.models.persist`). Reading checks, besides the estimator's own checks: the
+schema under :func:`~dpconvex.preprocessing.schema_from_dict`'s caps; one pair of finite
+bounds per numeric column, each declared end equal to its declared value and each
+estimated end inside the column's search range (after its log); the encoder's event and
+epsilon equal to what its parameters plan for this schema; the estimator clipping rows
+at the schema's public row bound and reading the encoder's number of features; the
+pipeline's event equal to the composition of the two stored events; its
+``epsilon_spent`` not below what that event costs (by the pipeline's accountant at its
+delta) and not above ``pipeline.epsilon``.
+"""
+
+from __future__ import annotations
+
+import math
+
+from dp_accounting.dp_event import ComposedDpEvent
+
+PIPELINE_VERSION = 2
+PIPELINE_MODEL = "PrivatePipeline"
+_STEP_NAME = 100  # longest step name
+_PIPELINE_KEYS = ("format", "format_version", "model", "steps", "pipeline", "schema",
+                  "encoder", "estimator", "epsilon_spent", "delta", "dp_event",
+                  "dp_event_json")  # fmt: skip
+_ENCODER_KEYS = ("params", "bounds", "epsilon_spent", "dp_event_json")
+_WRITER_FIELDS = ("data", "target", "task")
+
+
+def is_table_pipeline(model) -> bool:
+    """Whether ``model`` is a PrivatePipeline (saved by this module)."""
+    from ..pipeline import PrivatePipeline
+
+    return isinstance(model, PrivatePipeline)
+
+
+def pipeline_record(pipe, extra: dict | None = None) -> dict:
+    """The JSON-ready record of a fitted table pipeline; ValueError for another shape."""
+    from ..accounting.serialization import event_to_dict
+    from ..preprocessing import TableEncoder
+    from .persist import _MODELS, FORMAT, model_record
+
+    steps = list(pipe.steps)
+    if (
+        len(steps) != 2
+        or type(steps[0][1]) is not TableEncoder
+        or type(steps[1][1]).__name__ not in _MODELS
+        or pipe.public
+    ):
+        raise ValueError(
+            "only a PrivatePipeline of a TableEncoder then a dpconvex estimator (the shape "
+            "make_table_model builds) can be saved"
+        )
+    if not hasattr(pipe, "dp_event_"):
+        raise ValueError("the pipeline is not fitted: fit it before saving")
+    (enc_name, enc), (est_name, est) = steps
+    record = {
+        "format": FORMAT,
+        "format_version": PIPELINE_VERSION,
+        "model": PIPELINE_MODEL,
+        "steps": [enc_name, est_name],
+        "pipeline": {"epsilon": pipe.epsilon, "delta": pipe.delta, "accounting": pipe.accounting},
+        "schema": enc.schema_.to_dict(),
+        "encoder": {
+            "params": {"epsilon": enc.epsilon, "quantiles": _pair_or_none(enc.quantiles)},
+            "bounds": {name: [float(lo), float(hi)] for name, (lo, hi) in enc.bounds_.items()},
+            "epsilon_spent": float(enc.epsilon_),
+            "dp_event_json": event_to_dict(enc.dp_event_),
+        },
+        "estimator": model_record(est),
+        "epsilon_spent": float(pipe.epsilon_),
+        "delta": float(pipe.delta_),
+        "dp_event": repr(pipe.dp_event_),
+        "dp_event_json": event_to_dict(pipe.dp_event_),
+    }
+    clash = sorted(set(extra or ()) & set(_PIPELINE_KEYS))
+    if clash:
+        raise ValueError(f"extra fields {clash} would replace the pipeline's own fields")
+    record.update(extra or {})
+    return record
+
+
+def _pair_or_none(value):
+    return None if value is None else [float(v) for v in value]
+
+
+# --- reading ------------------------------------------------------------------------------
+def build_pipeline(record: dict):
+    """The fitted PrivatePipeline a checked record describes; ``_Bad`` for a failed check."""
+    from .persist import _Bad, _build, _show
+
+    if record.get("model") != PIPELINE_MODEL:
+        raise _Bad("model", f"must be {PIPELINE_MODEL!r} in a format_version 2 file")
+    unknown = [k for k in record if k not in _PIPELINE_KEYS and k not in _WRITER_FIELDS]
+    if unknown:
+        raise _Bad(_show(unknown[0]), "is not a field of a pipeline model file")
+    names = _step_names(record.get("steps"))
+    settings = _pipeline_settings(record.get("pipeline"))
+    schema = _schema(record.get("schema"))
+    encoder = _encoder(record.get("encoder"), schema)
+    inner = record.get("estimator")
+    if not isinstance(inner, dict):
+        raise _Bad("estimator", "must be the estimator's record (an object)")
+    try:
+        model = _build(inner)
+    except _Bad as err:
+        raise _Bad("estimator", str(err)) from None
+    _check_estimator(model, inner, schema)
+    _writer_fields(record)
+    return _assemble(record, names, settings, encoder, model)
+
+
+def _step_names(value) -> list[str]:
+    from .persist import _Bad
+
+    if not isinstance(value, list) or len(value) != 2:
+        raise _Bad("steps", "must be a list of the two step names [encoder, estimator]")
+    for name in value:
+        if not (isinstance(name, str) and name.isidentifier() and len(name) <= _STEP_NAME):
+            raise _Bad("steps", f"a step name must be an identifier of at most {_STEP_NAME} "
+                       "characters")  # fmt: skip
+    if value[0] == value[1] or any("__" in name for name in value):
+        raise _Bad("steps", "step names must differ and hold no '__'")
+    return list(value)
+
+
+def _optional_number(field: str, value, low: float, high: float, *, open_low=False):
+    from .persist import _Bad
+
+    if value is None:
+        return None
+    if type(value) not in (int, float) or not (low < value if open_low else low <= value):
+        raise _Bad(field, f"must be null or a number in {'(' if open_low else '['}{low:g}, "
+                   f"{high:g}]")  # fmt: skip
+    if value > high:
+        raise _Bad(field, f"must be at most {high:g}")
+    return float(value)
+
+
+def _pipeline_settings(value) -> dict:
+    from ..accounting import MAX_EPSILON, MIN_EPSILON
+    from .persist import _Bad
+
+    if not isinstance(value, dict) or set(value) != {"epsilon", "delta", "accounting"}:
+        raise _Bad("pipeline", "must be an object of epsilon, delta and accounting")
+    if value["accounting"] not in ("pld", "rdp"):
+        raise _Bad("pipeline.accounting", "must be 'pld' or 'rdp'")
+    delta = _optional_number("pipeline.delta", value["delta"], 0.0, 1.0, open_low=True)
+    if delta == 1.0:
+        raise _Bad("pipeline.delta", "must be below 1")
+    return {
+        "epsilon": _optional_number("pipeline.epsilon", value["epsilon"], MIN_EPSILON,
+                                    MAX_EPSILON),  # fmt: skip
+        "delta": delta,
+        "accounting": value["accounting"],
+    }
+
+
+def _schema(value):
+    from ..preprocessing import SchemaError, schema_from_dict
+    from .persist import _Bad, _one_line
+
+    try:
+        return schema_from_dict(value)
+    except SchemaError as err:
+        raise _Bad("schema", _one_line(err)) from None
+    except TypeError:  # a key that is not a keyword of the column's class
+        raise _Bad("schema", "holds a column entry that is not a schema column") from None
+
+
+def _encoder(value, schema):
+    """A fitted TableEncoder from the stored parameters, bounds and event."""
+    from ..preprocessing import TableEncoder
+    from ..preprocessing.schema import Numeric
+    from .persist import _Bad, _number, _one_line
+
+    if not isinstance(value, dict) or set(value) != set(_ENCODER_KEYS):
+        raise _Bad("encoder", f"must be an object of {list(_ENCODER_KEYS)}")
+    params = value["params"]
+    if not isinstance(params, dict) or set(params) != {"epsilon", "quantiles"}:
+        raise _Bad("encoder.params", "must be an object of epsilon and quantiles")
+    quantiles = params["quantiles"]
+    if quantiles is not None and not (
+        isinstance(quantiles, list) and len(quantiles) == 2
+        and all(type(q) in (int, float) for q in quantiles)
+    ):  # fmt: skip
+        raise _Bad("encoder.params.quantiles", "must be null or a pair of numbers")
+    epsilon = params["epsilon"]
+    if epsilon is not None and type(epsilon) not in (int, float):
+        raise _Bad("encoder.params.epsilon", "must be null or a number")
+    encoder = TableEncoder(
+        schema, epsilon=epsilon, quantiles=None if quantiles is None else tuple(quantiles)
+    )
+    try:
+        encoder._validate_params()
+        from ..preprocessing.encoder import _check_quantiles
+
+        _check_quantiles(encoder.quantiles)
+        planned, each = encoder._plan(schema)
+    except (ValueError, TypeError) as err:
+        raise _Bad("encoder.params", _one_line(err)) from None
+    event = _event("encoder.dp_event_json", value["dp_event_json"])
+    if event != planned:
+        raise _Bad("encoder.dp_event_json", "is not the event its parameters plan for the schema")
+    spent = _number(value, "epsilon_spent")
+    if spent != each * schema.n_estimated:
+        raise _Bad("encoder.epsilon_spent", "is not the epsilon of its event")
+    numeric = [c for c in schema.columns if isinstance(c, Numeric)]
+    encoder.bounds_ = _bounds(value["bounds"], numeric)
+    encoder.schema_ = schema
+    encoder.n_features_in_ = len(schema.columns)
+    encoder.row_bound_ = schema.row_bound()
+    encoder.dp_event_, encoder.epsilon_, encoder.delta_ = event, spent, 0.0
+    return encoder
+
+
+def _event(field: str, value):
+    from ..accounting.serialization import event_from_dict
+    from .persist import _Bad, _one_line
+
+    if value is None:
+        raise _Bad(field, "missing")
+    try:
+        return event_from_dict(value)
+    except (ValueError, TypeError) as err:
+        raise _Bad(field, _one_line(err)) from None
+
+
+def _bounds(value, numeric: list) -> dict:
+    """Column -> (low, high), checked against each column's declared ends and range."""
+    from .persist import _Bad
+
+    if not isinstance(value, dict) or set(value) != {c.name for c in numeric}:
+        raise _Bad("encoder.bounds", "must hold one [low, high] per numeric column of the schema")
+    out = {}
+    for col in numeric:
+        field = f"encoder.bounds[{col.name!r}]"
+        pair = value[col.name]
+        if not (isinstance(pair, list) and len(pair) == 2
+                and all(type(b) in (int, float) for b in pair)):  # fmt: skip
+            raise _Bad(field, "must be a pair [low, high] of numbers")
+        low, high = (float(b) for b in pair)
+        if not (math.isfinite(low) and math.isfinite(high) and low <= high):
+            raise _Bad(field, "must be finite with low <= high")
+        _check_ends(field, col, low, high)
+        out[col.name] = (low, high)
+    return out
+
+
+def _check_ends(field: str, col, low: float, high: float) -> None:
+    """Declared ends are kept (after the log); estimated ends lie in the search range."""
+    from .persist import _Bad
+
+    declared = [float(col.forward(b)) for b in col.bounds if b is not None]
+    if not any(col.estimated):
+        if [low, high] != declared:
+            raise _Bad(field, "must be the column's declared bounds (after its log)")
+        return
+    a, b = (float(col.forward(x)) for x in col.search_range)
+    lo_ok, hi_ok = min([a, *declared]), max([b, *declared])
+    if not (lo_ok <= low and high <= hi_ok):
+        raise _Bad(field, "lies outside the column's search range")
+    if any(d not in (low, high) for d in declared):
+        raise _Bad(field, "must keep the column's declared bound")
+
+
+def _check_estimator(model, inner: dict, schema) -> None:
+    from .persist import _Bad
+
+    if model.row_norm != "clip" or float(model.row_bound) != schema.row_bound():
+        raise _Bad(
+            "estimator.params",
+            "must clip rows (row_norm 'clip') at the schema's row bound sqrt(#columns)",
+        )
+    if model.n_features_in_ != schema.n_features:
+        raise _Bad("estimator.coef", f"must have the schema's {schema.n_features} features")
+    for key in ("feature_names", "feature_names_in", "data", "dask"):
+        if key in inner:
+            raise _Bad(f"estimator.{key}", "has no place inside a pipeline file")
+
+
+def _writer_fields(record: dict) -> None:
+    from .persist import _Bad
+
+    for key in _WRITER_FIELDS:
+        value = record.get(key)
+        if value is not None and not (isinstance(value, str) and value.isprintable()
+                                      and len(value) <= 1000):  # fmt: skip
+            raise _Bad(key, "must be text without control characters")
+
+
+def _assemble(record: dict, names, settings: dict, encoder, model):
+    """The pipeline, once its own event and claim are checked against the steps'."""
+    from ..pipeline import PrivatePipeline
+    from .persist import _Bad, _number
+    from .session import PURE_DELTA
+
+    event = _event("dp_event_json", record.get("dp_event_json"))
+    if event != ComposedDpEvent([encoder.dp_event_, model.dp_event_]):
+        raise _Bad("dp_event_json", "must compose the encoder's and the estimator's events")
+    if not isinstance(record.get("dp_event"), str | None):
+        raise _Bad("dp_event", "must be text")
+    delta = _number(record, "delta")
+    planned_delta = settings["delta"] or (float(model.delta) or PURE_DELTA)
+    if delta != planned_delta:
+        raise _Bad("delta", "must be pipeline.delta (or, without it, the estimator's delta)")
+    pipe = PrivatePipeline(
+        [(names[0], encoder), (names[1], model)],
+        epsilon=settings["epsilon"],
+        delta=settings["delta"],
+        accounting=settings["accounting"],
+    )
+    spent = _number(record, "epsilon_spent")
+    _check_claim(pipe, event, spent, delta, [encoder.epsilon, model.epsilon])
+    pipe.dp_event_, pipe.epsilon_, pipe.delta_ = event, spent, delta
+    pipe.private_steps_ = list(names)
+    return pipe
+
+
+def _check_claim(pipe, event, spent: float, delta: float, scales: list) -> None:
+    """``spent`` at least the event's cost as the pipeline prices it; at most its epsilon."""
+    from ..accounting import UnsupportedEventError
+    from .persist import EPSILON_TOLERANCE, _Bad, _one_line
+
+    if not spent > 0:
+        raise _Bad("epsilon_spent", "must be positive")
+    if pipe.epsilon is not None and spent > pipe.epsilon * (1 + 1e-9):
+        raise _Bad("epsilon_spent", "must not exceed pipeline.epsilon")
+    # the step epsilons PrivatePipeline._plan collects: the grid it priced on without one
+    scales = [float(e) for e in scales if isinstance(e, int | float) and not isinstance(e, bool)]
+    try:
+        cost = pipe._spent(event.events, delta, scales)
+    except (ValueError, ArithmeticError, UnsupportedEventError) as err:
+        raise _Bad("dp_event_json", f"cannot be priced: {_one_line(err)}") from None
+    if not cost <= spent * (1 + EPSILON_TOLERANCE):
+        raise _Bad("epsilon_spent", "is below what its event costs at this delta")

@@ -1,0 +1,161 @@
+"""Model files of table pipelines (schema, encoder bounds, composed guarantee) and of
+estimators fitted on data frames (feature names)."""
+
+import json
+import warnings
+
+import numpy as np
+import pytest
+
+from dpconvex import (
+    DPLogisticRegression,
+    ModelFileError,
+    PrivatePipeline,
+    Public,
+    load_model,
+    make_table_model,
+    save_model,
+)
+
+SCHEMA = {
+    "columns": [
+        {"name": "age", "type": "numeric", "bounds": [18, 90]},
+        {"name": "city", "type": "categorical", "categories": ["Paris", "Lyon"]},
+        {"name": "income", "type": "numeric", "bounds": [0, None],
+         "search_range": [0, 1e7], "log": "log1p"},
+    ]
+}  # fmt: skip
+
+
+def _table(n: int, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    cells = np.empty((n, 3), dtype=object)
+    cells[:, 0] = rng.integers(18, 90, n).astype(str)
+    cells[:, 1] = rng.choice(["Paris", "Lyon", "Nice", ""], n)
+    income = np.round(rng.lognormal(10, 1, n)).astype(str).astype(object)
+    income[rng.random(n) < 0.1] = "NA"
+    cells[:, 2] = income
+    y = (cells[:, 0].astype(float) + rng.normal(0, 10, n) > 50).astype(int)
+    return cells, y
+
+
+@pytest.fixture(scope="module")
+def fitted():
+    cells, y = _table(400)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        pipe = make_table_model(SCHEMA, n_samples=400, epsilon=1.0, delta=1e-5, random_state=0)
+        pipe.fit(cells, y)
+    return pipe, cells
+
+
+@pytest.fixture
+def saved(fitted, tmp_path):
+    path = tmp_path / "pipe.json"
+    save_model(fitted[0], path)
+    return path
+
+
+def test_pipeline_round_trip_predicts_exactly_on_raw_rows(fitted, saved):
+    """save_model(pipeline) raised before: the record had no place for the encoder."""
+    pipe, cells = fitted
+    loaded = load_model(saved)
+    assert isinstance(loaded, PrivatePipeline)
+    new_cells, _ = _table(300, seed=5)  # rows never seen, with missing and unknown cells
+    for X in (cells, new_cells):
+        np.testing.assert_array_equal(loaded.predict(X), pipe.predict(X))
+        np.testing.assert_array_equal(loaded.predict_proba(X), pipe.predict_proba(X))
+    assert loaded.dp_event_ == pipe.dp_event_
+    assert (loaded.epsilon_, loaded.delta_) == (pipe.epsilon_, pipe.delta_)
+    assert loaded[0].bounds_ == pipe[0].bounds_
+    assert loaded[0].schema_ == pipe[0].schema_
+    assert loaded[0].random_state is None and loaded[-1].random_state is None
+
+
+def test_pipeline_file_holds_no_seed_ledger_or_iteration_count(saved):
+    text = saved.read_text()
+    for word in ("random_state", "budget", "n_iter", "seed"):
+        assert word not in text
+    record = json.loads(text)
+    assert record["format_version"] == 2 and record["model"] == "PrivatePipeline"
+
+
+def _edit(path, change):
+    record = json.loads(path.read_text())
+    change(record)
+    path.write_text(json.dumps(record))
+    return path
+
+
+def _set(keys, value):
+    def change(record):
+        target = record
+        for key in keys[:-1]:
+            target = target[key]
+        target[keys[-1]] = value
+
+    return change
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        (_set(["encoder", "bounds", "income"], [0.0, 30.0]), "search range"),
+        (_set(["encoder", "bounds", "age"], [18.0, 91.0]), "declared bounds"),
+        (_set(["encoder", "bounds", "income"], [9.0, 8.0]), "low <= high"),
+        (_set(["encoder", "bounds", "city"], [0.0, 1.0]), "one \\[low, high\\] per numeric"),
+        (_set(["encoder", "params", "epsilon"], 0.9), "encoder.dp_event_json"),
+        (_set(["encoder", "epsilon_spent"], 0.01), "encoder.epsilon_spent"),
+        (_set(["epsilon_spent"], 0.5), "epsilon_spent: is below what its event costs"),
+        (_set(["epsilon_spent"], 1.5), "must not exceed pipeline.epsilon"),
+        (_set(["estimator", "params", "row_bound"], 3.0), "row bound"),
+        (_set(["schema", "columns", 0, "type"], "text"), "schema: columns\\[0\\]"),
+        (_set(["schema", "columns", 0, "bounds"], [18, 1e300]), "schema"),
+        (_set(["steps"], ["a", "a"]), "steps"),
+        (_set(["random_state"], 3), "not a field of a pipeline"),
+        (_set(["delta"], 1e-3), "delta"),
+    ],
+)
+def test_tampered_pipeline_files_are_refused_naming_the_field(saved, change, field):
+    _edit(saved, change)
+    with pytest.raises(ModelFileError, match=field) as info:
+        load_model(saved)
+    assert str(saved) in str(info.value) and "\n" not in str(info.value)
+
+
+def test_composed_event_must_be_the_steps_composition(saved):
+    record = json.loads(saved.read_text())
+    record["dp_event_json"]["fields"]["events"] = record["dp_event_json"]["fields"]["events"][1:]
+    saved.write_text(json.dumps(record))
+    with pytest.raises(ModelFileError, match="must compose the encoder's and the estimator's"):
+        load_model(saved)
+
+
+def test_other_pipeline_shapes_are_refused_with_one_clear_error(tmp_path):
+    from sklearn.preprocessing import StandardScaler
+
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(200, 3)), rng.integers(0, 2, 200)
+    pipe = PrivatePipeline(
+        [("scale", Public(StandardScaler())), ("model", DPLogisticRegression(random_state=0))]
+    ).fit(X, y)
+    with pytest.raises(ModelFileError, match="only a PrivatePipeline of a TableEncoder"):
+        save_model(pipe, tmp_path / "p.json")
+    assert not (tmp_path / "p.json").exists()
+
+
+def test_feature_names_of_a_data_frame_are_kept(tmp_path):
+    """save_model dropped feature_names_in_: a loaded model no longer checked the columns."""
+    pd = pytest.importorskip("pandas")
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame({"a": rng.normal(size=200), "b": rng.normal(size=200)})
+    model = DPLogisticRegression(random_state=0).fit(frame, (frame.a > 0).astype(int))
+    path = save_model(model, tmp_path / "m.json")
+    loaded = load_model(path)
+    assert list(loaded.feature_names_in_) == ["a", "b"]
+    np.testing.assert_array_equal(loaded.predict(frame), model.predict(frame))
+    with pytest.raises(ValueError, match="feature names should match"):
+        loaded.predict(frame.rename(columns={"a": "z"}))
+    _edit(path, _set(["feature_names_in"], ["a", "a"]))
+    with pytest.raises(ModelFileError, match="feature_names_in: must not repeat"):
+        load_model(path)
