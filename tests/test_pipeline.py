@@ -249,3 +249,20 @@ def test_a_run_on_a_secret_subsample_is_planned_for_its_public_size():
     pipe.named_steps["_sizedsign"]._public_n = 250
     pipe.fit(X[:237], y[:237])  # the subsample's actual size differs from the public one
     assert pipe.dp_event_.events[1] == GaussianDpEvent(3.0 * 100.0 / 250)
+
+
+def test_a_table_the_encoder_refuses_spends_nothing_from_the_ledger(tmp_path):
+    from dpconvex import TableEncoder
+
+    schema = {"columns": [{"name": "age", "type": "numeric", "bounds": [None, 100],
+                           "search_range": [0, 200]}]}  # fmt: skip
+    ledger = Budget(tmp_path / "b.db", epsilon=3.0, delta=1e-5)
+    cells = np.array([[30.0], [40.0], ["forty"], [50.0]], dtype=object)
+    pipe = make_private_pipeline(
+        TableEncoder(schema, epsilon=0.2),
+        DPLogisticRegression(epsilon=0.8, row_norm="clip", row_bound=1.0),
+        budget=ledger,
+    )
+    with pytest.raises(ValueError, match="column 'age' is declared numeric but holds a value"):
+        pipe.fit(cells, np.array([0, 1, 0, 1]))
+    assert ledger.entries() == []

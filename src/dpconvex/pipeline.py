@@ -310,6 +310,8 @@ class PrivatePipeline(Pipeline):
     def _priced(self, X):
         """Plan and charge before any step reads X; fit the steps; compose their events."""
         plan = self._checked_plan(X)
+        if plan.events is not None and self.budget is not None:
+            self._check_input(X)  # a table the first step refuses spends nothing
         if plan.events is not None:
             charge(
                 self.budget,
@@ -324,6 +326,15 @@ class PrivatePipeline(Pipeline):
         self._set_privacy(plan)
         if plan.events is None:  # recorded once the events are known
             observe(self.dp_event_, rows=X, delta=plan.delta)
+
+    def _check_input(self, X) -> None:
+        """The first step's own input check (``check_input``, e.g. the encoder's), if any."""
+        first = self.steps[0][1] if self.steps else None
+        if isinstance(first, Public):
+            return
+        check = getattr(first, "check_input", None)
+        if callable(check):
+            check(X)
 
     def _set_privacy(self, plan: _Plan) -> None:
         steps = dict(self.steps)

@@ -177,6 +177,18 @@ class TableEncoder(TransformerMixin, BaseEstimator):
         self.delta_ = 0.0
         return self
 
+    def check_input(self, X) -> None:
+        """Parse ``X`` as :meth:`fit` would and raise its error, charging nothing.
+
+        :class:`~dpconvex.PrivatePipeline` calls it before it charges a ledger, so a table
+        the encoder refuses spends nothing from the budget (it costs one more parse of
+        the cells; for a dask DataFrame, one more pass).
+        """
+        schema = schema_from_dict(self.schema)
+        n, _ = _dask_cells(X, schema) if is_dask_table(X) else _memory_cells(X, schema)
+        if n == 0:
+            raise ValueError("X has no rows")
+
     def transform(self, X) -> np.ndarray | DaskArray:
         """Features in [-1, 1] (float64), one row per input row; see the module doc.
 
