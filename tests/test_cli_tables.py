@@ -239,3 +239,75 @@ def test_dask_with_a_schema_fits_the_same_pipeline_shape(table, tmp_path, capsys
     assert summary["epsilon"] <= 1.0 and 0 <= summary["accuracy"] <= 1
     code, stdout, _ = run(["predict", "--model", out, "--data", data, "--json"], capsys)
     assert code == 0 and len(json.loads(stdout)["predictions"]) == 500
+
+
+def test_regression_with_a_search_range_estimates_the_target_bounds_and_saves(
+    table, tmp_path, capsys
+):
+    """Before: --task regression needed --y-bounds, and the pipeline could not be saved."""
+    summary, out = _fit(
+        table, tmp_path, capsys, "--target", "price", "--task", "regression",
+        "--y-search-range", "0,1e7", "--epsilon", 4,
+    )  # fmt: skip
+    assert set(summary) >= {"r2", "rmse", "epsilon", "method"} and summary["epsilon"] <= 4.0
+    assert not any("bound" in key for key in summary)  # released in the file, not printed
+    record = json.loads(out.read_text())
+    low, high = record["target_bounds"]["y_bounds"]
+    assert 0 <= low < high <= 1e7
+    assert record["target_bounds"]["params"]["y_bounds"] == [None, None]
+    code, stdout, err = run(
+        ["predict", "--model", out, "--data", table[0], "--target", "price", "--json"], capsys
+    )
+    assert code == 0, err
+    from dpconvex.datasets.files import load_csv_cells
+
+    cells, _ = load_csv_cells(table[0], ["age", "city", "income"], "price", numeric_target=True)
+    assert json.loads(stdout)["predictions"] == load_model(out).predict(cells).tolist()
+    assert np.isfinite(json.loads(stdout)["r2"])
+
+
+def test_one_declared_target_end_with_a_search_range(table, tmp_path, capsys):
+    _, out = _fit(
+        table, tmp_path, capsys, "--target", "price", "--task", "regression",
+        "--y-bounds", "0,", "--y-search-range", "0,1e7",
+    )  # fmt: skip
+    record = json.loads(out.read_text())
+    assert record["target_bounds"]["params"]["y_bounds"] == [0.0, None]
+    assert record["target_bounds"]["y_bounds"][0] == 0.0
+
+
+@pytest.mark.parametrize(
+    ("extra", "match"),
+    [
+        (["--y-bounds", "0,", "--task", "regression"], "empty end needs --y-search-range"),
+        (["--y-bounds", "0,1", "--y-search-range", "0,9", "--task", "regression"],
+         "not both"),
+        (["--y-search-range", "0,9"], "--y-search-range is for regression"),
+        (["--y-bounds", "20,", "--y-search-range", "0,9", "--task", "regression"],
+         "must lie inside --y-search-range"),
+        (["--y-bounds", ",", "--y-search-range", "0,9", "--task", "regression"],
+         "both ends empty"),
+        (["--y-search-range", "0,", "--task", "regression"], "not two numbers"),
+        (["--y-search-range", "9,0", "--task", "regression"], "LOW < HIGH"),
+    ],
+)  # fmt: skip
+def test_target_range_options_are_checked_before_any_work(table, tmp_path, capsys, extra, match):
+    data, schema = table
+    argv = ["fit", "--data", data, "--schema", schema, "--target", "price", "--epsilon", 1,
+            "--delta", 1e-5, "--out", tmp_path / "m.json", *extra]  # fmt: skip
+    code, _, err = run(argv, capsys)
+    assert code == 2 and match in err and err.count("\n") == 1, err
+    assert not (tmp_path / "m.json").exists()
+
+
+@pytest.mark.parametrize("extra", [[], ["--dask"]])
+def test_a_search_range_without_schema_or_with_dask_says_what_to_do(
+    table, tmp_path, capsys, extra
+):
+    data, schema = table
+    argv = ["fit", "--data", data, "--target", "price", "--task", "regression", "--epsilon",
+            1, "--delta", 1e-5, "--y-search-range", "0,1e7", "--out", tmp_path / "m.json"]
+    argv += ["--schema", schema, *extra] if extra else []  # fmt: skip
+    code, _, err = run(argv, capsys)
+    assert code == 2 and "--y-bounds LOW,HIGH" in err and err.count("\n") == 1, err
+    assert ("--dask" if extra else "--schema") in err

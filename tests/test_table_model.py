@@ -184,3 +184,33 @@ def test_declared_target_range_goes_to_the_model_and_costs_nothing():
     assert model.y_bounds == (0.0, 2e5) and model.epsilon == 1.0
     _fit(pipe, X, price)
     assert np.isfinite(pipe.predict(X[:5])).all()
+
+
+@pytest.mark.parametrize(
+    ("low", "high", "lower", "upper"),
+    [
+        (5e6, 5e6, 0.0, 1e7),  # a degenerate draw
+        (1e6, 1e6 + 1.0, 0.0, 1e7),  # narrow for its magnitude: the model refused it before
+        (1e7, 1e7, 0.0, 1e7),  # at the top of the range
+        (-3.0, -3.0, -3.0, 5.0),  # at the bottom
+        (10.0, 20.0, 0.0, 100.0),  # wide enough: kept
+    ],
+)
+def test_estimated_target_bounds_are_always_accepted_by_the_model(low, high, lower, upper):
+    from dpconvex.table_model import minimum_target_width, widened_target_bounds
+
+    new_low, new_high = widened_target_bounds(low, high, lower, upper)
+    assert lower <= new_low <= low <= high <= new_high <= upper
+    assert new_high - new_low >= min(high - low, minimum_target_width(lower, upper)) * (1 - 1e-12)
+    if high - low >= minimum_target_width(lower, upper):
+        assert (new_low, new_high) == (low, high)
+    X, y = np.zeros((4, 1)), np.array([new_low, new_high, new_low, new_high])
+    DPLinearRegression(y_bounds=(new_low, new_high), method="amp", random_state=0).fit(X, y)
+
+
+def test_a_search_range_too_narrow_for_its_magnitude_is_refused_before_any_charge():
+    step = TargetBoundsRegressor(
+        DPLinearRegression(), y_search_range=(1e9, 1e9 + 10.0), epsilon=0.5
+    )
+    with pytest.raises(ValueError, match="y_search_range is too narrow"):
+        step.privacy_event(100, 3)

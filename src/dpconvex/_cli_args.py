@@ -213,9 +213,16 @@ SEED = click.IntRange(min=0)
 
 
 class Bounds(click.ParamType):
-    """``LOW,HIGH``: two finite numbers with LOW < HIGH (e.g. ``--y-bounds 0,500000``)."""
+    """``LOW,HIGH``: two finite numbers with LOW < HIGH (e.g. ``--y-bounds 0,500000``).
+
+    With ``open_end``, one end may be left empty (``0,`` or ``,100``): it is returned as
+    None, for the command to estimate.
+    """
 
     name = "low,high"
+
+    def __init__(self, *, open_end: bool = False):
+        self.open_end = open_end
 
     def convert(self, value, param, ctx):
         if isinstance(value, tuple):
@@ -224,10 +231,15 @@ class Bounds(click.ParamType):
         if len(parts) != 2:
             self.fail(f"give two numbers LOW,HIGH separated by a comma, got {value!r}.",
                       param, ctx)  # fmt: skip
+        empty = [not p.strip() for p in parts]
+        if self.open_end and all(empty):
+            self.fail(f"{value!r} leaves both ends empty: give LOW,HIGH, LOW, or ,HIGH.",
+                      param, ctx)  # fmt: skip
         try:
-            low, high = (float(p) for p in parts)
+            low, high = (None if self.open_end and not p.strip() else float(p) for p in parts)
         except ValueError:
             self.fail(f"{value!r} is not two numbers LOW,HIGH.", param, ctx)
-        if not (math.isfinite(low) and math.isfinite(high)) or not low < high:
+        given = [b for b in (low, high) if b is not None]
+        if not all(math.isfinite(b) for b in given) or (len(given) == 2 and not low < high):
             self.fail(f"{value!r} needs finite numbers with LOW < HIGH.", param, ctx)
         return low, high

@@ -521,7 +521,8 @@ DATA_HELP = (
     default="classification",
     show_default=True,
     help="classification: logistic regression on the labels of --classes; regression: "
-    "least squares on a numeric target clipped to --y-bounds.",
+    "least squares on a numeric target clipped to --y-bounds (or to bounds estimated "
+    "privately inside --y-search-range).",
 )
 @click.option(
     "--schema",
@@ -535,10 +536,21 @@ DATA_HELP = (
 )
 @click.option(
     "--y-bounds",
+    type=Bounds(open_end=True),
+    default=None,
+    help="Regression only: LOW,HIGH, the public range of the target, chosen without "
+    "looking at the data; targets outside are clipped to it. Give it or --y-search-range. "
+    "With --y-search-range, one end may be left empty (--y-bounds 0, keeps the lower end "
+    "at 0): the other end alone is estimated.",
+)
+@click.option(
+    "--y-search-range",
     type=Bounds(),
     default=None,
-    help="Regression only (and required there): LOW,HIGH, the public range of the target, "
-    "chosen without looking at the data; targets outside are clipped to it.",
+    help="Regression with --schema, when the target's range is not known: LOW,HIGH, a "
+    "generous public range of the target (e.g. 0,1e7 for a price in dollars), chosen "
+    "without looking at the data. The bounds the target is clipped to are estimated "
+    "inside it privately (paid from --epsilon) and released in the model file.",
 )
 @click.option(
     "--row-bound",
@@ -662,7 +674,8 @@ class _FitRun:
     as_json: bool
     task: str
     schema_file: str | None
-    y_bounds: tuple[float, float] | None
+    y_bounds: tuple[float | None, float | None] | None
+    y_search_range: tuple[float, float] | None
     row_bound: float | None
     method: str
     accounting: str
@@ -683,18 +696,16 @@ class _FitRun:
 
     def check(self) -> None:
         if self.regression:
-            if self.y_bounds is None:
-                raise ValueError(
-                    "--task regression needs --y-bounds LOW,HIGH: the public range of the "
-                    "target, chosen without looking at the data (targets outside are clipped)"
-                )
+            self._check_target_range()
             if self.classes is not None:
                 raise ValueError("--classes is for classification; regression takes --y-bounds")
         else:
-            if self.y_bounds is not None:
-                raise ValueError(
-                    "--y-bounds is for regression: add --task regression for a numeric target"
-                )
+            for flag, value in (("--y-bounds", self.y_bounds),
+                                ("--y-search-range", self.y_search_range)):  # fmt: skip
+                if value is not None:
+                    raise ValueError(
+                        f"{flag} is for regression: add --task regression for a numeric target"
+                    )
             if self.method == "adassp":
                 raise ValueError("--method adassp is for regression (--task regression)")
         if self.schema_file is not None:
@@ -707,6 +718,42 @@ class _FitRun:
                 raise ValueError("--schema reads a CSV file; --data adult is already encoded")
         if self.scheduler is not None and not self.use_dask:
             raise ValueError("--scheduler needs --dask")
+
+    def _check_target_range(self) -> None:
+        """Exactly one of --y-bounds LOW,HIGH and --y-search-range (which --y-bounds with one
+        end empty may join); the search range only with --schema and without --dask."""
+        bounds, search = self.y_bounds, self.y_search_range
+        if search is None:
+            if bounds is None:
+                raise ValueError(
+                    "--task regression needs --y-bounds LOW,HIGH, the public range of the "
+                    "target, or (with --schema) --y-search-range LOW,HIGH, a generous public "
+                    "range in which that range is estimated privately"
+                )
+            if None in bounds:
+                raise ValueError(
+                    "--y-bounds with an empty end needs --y-search-range LOW,HIGH: the "
+                    "generous public range in which that end is estimated"
+                )
+            return
+        if bounds is not None and None not in bounds:
+            raise ValueError(
+                "give --y-bounds LOW,HIGH or --y-search-range LOW,HIGH, not both (to estimate "
+                "one end only, leave it empty: --y-bounds 0,)"
+            )
+        if self.schema_file is None:
+            raise ValueError(
+                "--y-search-range needs --schema (the target's range is estimated in the "
+                "schema's pipeline): write one with `dpconvex schema template`, or give "
+                "--y-bounds LOW,HIGH"
+            )
+        if self.use_dask:
+            raise ValueError(
+                "--y-search-range is not available with --dask in this version: give "
+                "--y-bounds LOW,HIGH, or drop --dask"
+            )
+        if any(b is not None and not search[0] <= b <= search[1] for b in bounds or ()):
+            raise ValueError("the given end of --y-bounds must lie inside --y-search-range")
 
     def estimator(self):
         """The estimator for the numeric path (no schema)."""
@@ -788,6 +835,7 @@ def _fit_table(run: _FitRun) -> None:
         task=run.task,
         classes=run.classes,
         y_bounds=run.y_bounds,
+        y_search_range=run.y_search_range,
         method=run.method,
         accounting=run.accounting,
         random_state=run.seed,

@@ -40,6 +40,7 @@ from . import _validation as v
 from ._random import make_rng
 from .models import DPLinearRegression, DPLogisticRegression
 from .models.charge import charge
+from .models.linear import MIN_TARGET_WIDTH
 from .pipeline import PrivatePipeline
 from .preprocessing import Schema, TableEncoder, schema_from_dict, split_epsilon
 from .preprocessing.defaults import default_quantiles
@@ -240,6 +241,10 @@ class TargetBoundsRegressor(RegressorMixin, BaseEstimator):
     (:func:`make_table_model` builds it), which charges a ledger once for every step.
     """
 
+    #: share of ``y_search_range`` a narrower estimate is widened to (see
+    #: :func:`widened_target_bounds`)
+    MIN_WIDTH = 1e-6
+
     def __init__(
         self,
         model,
@@ -278,6 +283,12 @@ class TargetBoundsRegressor(RegressorMixin, BaseEstimator):
                 "public range of the target, known without the data"
             )
         lower, upper = check_range(*self.y_search_range)
+        if not minimum_target_width(lower, upper) <= upper - lower:
+            raise ValueError(
+                "y_search_range is too narrow for the size of its numbers (the bounds' width "
+                f"must be at least {2 * MIN_TARGET_WIDTH:g} x their magnitude); shift the "
+                "target by a public constant or widen the range"
+            )
         for x in self.y_bounds:
             if x is not None and not lower <= v.finite("y_bounds", x) <= upper:
                 raise ValueError("a declared end of y_bounds must lie in y_search_range")
@@ -319,10 +330,7 @@ class TargetBoundsRegressor(RegressorMixin, BaseEstimator):
         for k in self._todo():
             ends[k] = float(back(private_quantile(scaled, qs[k], each, a, b, rng)))
         low, high = sorted(float(e) for e in ends)  # post-processing
-        if not high > low:  # a degenerate draw: widen to a public minimum width
-            high = min(upper, low + 1e-6 * (upper - lower))
-            low = high - 1e-6 * (upper - lower)
-        self.y_bounds_ = (low, high)
+        self.y_bounds_ = widened_target_bounds(low, high, lower, upper)
         self.model_ = clone(self.model).set_params(y_bounds=self.y_bounds_, y_bound=None)
         self.model_.fit(X, y)
         self.dp_event_ = ComposedDpEvent([event, self.model_.dp_event_])
@@ -334,6 +342,34 @@ class TargetBoundsRegressor(RegressorMixin, BaseEstimator):
 
     def predict(self, X):
         return self.model_.predict(X)
+
+
+def minimum_target_width(lower: float, upper: float) -> float:
+    """The public width the estimated target bounds are widened to when narrower.
+
+    ``TargetBoundsRegressor.MIN_WIDTH`` of the search range, and at least twice the
+    regressors' smallest relative width (``MIN_TARGET_WIDTH`` x max(|lo|, |hi|), with the
+    search range's magnitude bounding the pair's), so that the model never refuses the
+    bounds after the quantiles have run (a refusal there would depend on the data).
+    """
+    magnitude = max(abs(lower), abs(upper))
+    return max(TargetBoundsRegressor.MIN_WIDTH * (upper - lower), 2 * MIN_TARGET_WIDTH * magnitude)
+
+
+def widened_target_bounds(low: float, high: float, lower: float, upper: float) -> tuple:
+    """(low, high) widened about its centre to :func:`minimum_target_width` when narrower,
+    then moved back inside [lower, upper] (post-processing of the released quantiles:
+    Dwork & Roth 2014, Prop. 2.1). The result contains the given pair."""
+    width = minimum_target_width(lower, upper)
+    if high - low >= width:
+        return low, high
+    centre = low / 2 + high / 2
+    low, high = centre - width / 2, centre + width / 2
+    if low < lower:
+        low, high = lower, lower + width
+    elif high > upper:
+        low, high = upper - width, upper
+    return float(low), float(high)
 
 
 def _target_scale(lower: float):

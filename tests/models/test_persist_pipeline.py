@@ -159,3 +159,178 @@ def test_feature_names_of_a_data_frame_are_kept(tmp_path):
     _edit(path, _set(["feature_names_in"], ["a", "a"]))
     with pytest.raises(ModelFileError, match="feature_names_in: must not repeat"):
         load_model(path)
+
+
+# --- regression whose target range is estimated (TargetBoundsRegressor) ---------------------
+def _regression_table(n: int, seed: int = 0):
+    cells, _ = _table(n, seed)
+    rng = np.random.default_rng(seed + 1)
+    y = 20_000 + 1_000 * cells[:, 0].astype(float) + rng.normal(0, 5_000, n)
+    return cells, y
+
+
+def _fit_regression(y_bounds):
+    cells, y = _regression_table(400)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        pipe = make_table_model(
+            SCHEMA, n_samples=400, epsilon=1.0, delta=1e-5, task="regression",
+            y_bounds=y_bounds, y_search_range=(0, 1e7), random_state=0,
+        )  # fmt: skip
+        return pipe.fit(cells, y), cells
+
+
+@pytest.fixture(scope="module")
+def fitted_regression():
+    return _fit_regression(None)
+
+
+@pytest.fixture
+def saved_regression(fitted_regression, tmp_path):
+    return save_model(fitted_regression[0], tmp_path / "reg.json")
+
+
+def test_estimated_target_bounds_round_trip_predicts_exactly(fitted_regression, saved_regression):
+    """save_model refused a pipeline whose last step estimates the target's bounds."""
+    from dpconvex.table_model import TargetBoundsRegressor
+
+    pipe, cells = fitted_regression
+    loaded = load_model(saved_regression)
+    assert type(loaded[-1]) is TargetBoundsRegressor
+    for X in (cells, _regression_table(300, seed=5)[0]):
+        np.testing.assert_array_equal(loaded.predict(X), pipe.predict(X))
+    assert loaded.dp_event_ == pipe.dp_event_ and loaded[-1].dp_event_ == pipe[-1].dp_event_
+    assert (loaded.epsilon_, loaded.delta_) == (pipe.epsilon_, pipe.delta_)
+    assert loaded[-1].y_bounds_ == pipe[-1].y_bounds_
+    assert loaded[-1].get_params(deep=False)["y_search_range"] == (0.0, 1e7)
+    assert loaded[-1].random_state is None and loaded[-1].model_.random_state is None
+    record = json.loads(saved_regression.read_text())
+    assert record["target_bounds"]["y_bounds"] == list(pipe[-1].y_bounds_)
+    assert record["estimator"]["params"]["y_bounds"] == list(pipe[-1].y_bounds_)
+    for word in ("random_state", "budget", "n_iter", "seed"):
+        assert word not in saved_regression.read_text()
+
+
+def _target_event(epsilon):
+    return {"event": "dpconvex.queries.sparse_vector.PureDpEvent", "fields": {"epsilon": epsilon}}
+
+
+def _drop_quantiles_from_total(record):
+    events = record["dp_event_json"]["fields"]["events"]
+    events[1] = events[1]["fields"]["events"][1]  # (encoder, model): quantiles left out
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        (_set(["target_bounds", "extra"], 1), "target_bounds: must be an object of"),
+        (_set(["target_bounds", "params", "seed"], 1), "target_bounds.params: must be an"),
+        (
+            _set(["target_bounds", "params", "epsilon"], 0.3),
+            "target_bounds.dp_event_json: is not the event its parameters plan",
+        ),
+        (_set(["target_bounds", "params", "epsilon"], -1.0), "target_bounds.params: "),
+        (_set(["target_bounds", "params", "epsilon"], True), "params.epsilon: must be a number"),
+        (_set(["target_bounds", "params", "y_bounds"], [1.0, 2.0]), "an end left as None"),
+        (
+            _set(["target_bounds", "params", "y_bounds"], [0.0, None]),
+            "target_bounds.dp_event_json: is not the event",
+        ),
+        (_set(["target_bounds", "params", "y_bounds"], "open"), "pair of numbers or nulls"),
+        (_set(["target_bounds", "params", "y_search_range"], [5.0, 1.0]), "lower < upper"),
+        (
+            _set(["target_bounds", "params", "y_search_range"], [0.0, 6e4]),
+            "lies outside target_bounds.params.y_search_range",
+        ),
+        (_set(["target_bounds", "params", "y_search_range"], None), "y_search_range: must be"),
+        (_set(["target_bounds", "params", "quantiles"], [0.9, 0.1]), "q_low < q_high"),
+        (_set(["target_bounds", "params", "quantiles"], "x"), "quantiles: must be null or"),
+        (_set(["target_bounds", "y_bounds"], [2e7, 3e7]), "lies outside"),
+        (_set(["target_bounds", "y_bounds"], [9e4, 6e4]), "low < high"),
+        (_set(["target_bounds", "y_bounds"], [5e4, 5e4]), "low < high"),
+        (_set(["target_bounds", "y_bounds"], ["0", 1]), "pair \\[low, high\\] of numbers"),
+        (
+            _set(["target_bounds", "y_bounds"], [1.0, 2e5]),
+            "estimator.params.y_bounds: must be target_bounds.y_bounds",
+        ),
+        (
+            _set(["estimator", "params", "y_bounds"], [0.0, 1e5]),
+            "estimator.params.y_bounds: must be target_bounds.y_bounds",
+        ),
+        (_set(["estimator", "params", "y_bounds"], None), "must be target_bounds.y_bounds"),
+        (_set(["target_bounds", "epsilon_spent"], 0.01), "target_bounds.epsilon_spent"),
+        (
+            _set(["target_bounds", "dp_event_json"], _target_event(0.4)),
+            "target_bounds.dp_event_json: is not the event",
+        ),
+        (_set(["target_bounds", "dp_event_json"], None), "target_bounds.dp_event_json: missing"),
+        (_drop_quantiles_from_total, "must compose the encoder's and the estimator's"),
+        (_set(["epsilon_spent"], 0.7), "epsilon_spent: is below what its event costs"),
+    ],
+)
+def test_tampered_target_bounds_are_refused_naming_the_field(saved_regression, change, field):
+    _edit(saved_regression, change)
+    with pytest.raises(ModelFileError, match=field) as info:
+        load_model(saved_regression)
+    assert str(saved_regression) in str(info.value) and "\n" not in str(info.value)
+
+
+@pytest.fixture(scope="module")
+def fitted_half():
+    return _fit_regression((0.0, None))
+
+
+@pytest.fixture
+def saved_half(fitted_half, tmp_path):
+    return save_model(fitted_half[0], tmp_path / "half.json")
+
+
+def test_a_declared_target_end_must_be_kept(fitted_half, saved_half):
+    pipe, cells = fitted_half
+    assert pipe[-1].y_bounds_[0] == 0.0
+    path = saved_half
+    np.testing.assert_array_equal(load_model(path).predict(cells), pipe.predict(cells))
+    high = pipe[-1].y_bounds_[1]
+
+    def move_low(record):
+        record["target_bounds"]["y_bounds"] = [1.0, high]
+        record["estimator"]["params"]["y_bounds"] = [1.0, high]
+
+    _edit(path, move_low)
+    with pytest.raises(ModelFileError, match="must keep the declared end"):
+        load_model(path)
+
+
+@pytest.mark.parametrize("shift", [0.0, -1.0])
+def test_a_narrow_draw_widened_past_the_declared_end_is_accepted(saved_half, shift):
+    """fit widens a pair narrower than the public minimum width w about its centre and
+    moves it back into the search range: a draw at the declared end d near the top of
+    the range gives [upper - w, upper], which moves d. Such a file loads; a pair of
+    another width without d is refused."""
+    from dpconvex.table_model import minimum_target_width, widened_target_bounds
+
+    lower, upper, declared = -1e7, 1.0, 0.5
+    width = minimum_target_width(lower, upper)
+    low, high = widened_target_bounds(declared, declared, lower, upper)
+    assert (low, high) == (upper - width, upper)
+    pair = [low + shift, high]
+
+    def widened(record):
+        record["target_bounds"]["params"]["y_bounds"] = [None, declared]
+        record["target_bounds"]["params"]["y_search_range"] = [lower, upper]
+        record["target_bounds"]["y_bounds"] = pair
+        record["estimator"]["params"]["y_bounds"] = pair
+
+    _edit(saved_half, widened)
+    if shift == 0.0:
+        assert load_model(saved_half)[-1].y_bounds_ == tuple(pair)
+    else:
+        with pytest.raises(ModelFileError, match="must keep the declared end"):
+            load_model(saved_half)
+
+
+def test_target_bounds_go_with_a_regression_estimator_only(saved, saved_regression):
+    section = json.loads(saved_regression.read_text())["target_bounds"]
+    _edit(saved, _set(["target_bounds"], section))
+    with pytest.raises(ModelFileError, match="goes with a regression estimator only"):
+        load_model(saved)

@@ -11,7 +11,9 @@ data frame, its column names ``feature_names_in`` (restored as ``feature_names_i
 ``predict`` on a frame checks the columns as scikit-learn does). A fitted
 :class:`~dpconvex.PrivatePipeline` of a table encoder and an estimator is written with
 its schema, the encoder's bounds and the composed guarantee (``format_version`` 2; see
-:mod:`dpconvex.models.pipeline_files`). Never written: the solver's
+:mod:`dpconvex.models.pipeline_files`), and, when its model estimated the target's range
+(:class:`~dpconvex.table_model.TargetBoundsRegressor`), the released target bounds and
+the event that priced them. Never written: the solver's
 iteration count (data-dependent for "amp" and "output"), the noise seed
 ``random_state`` (with it the noise can be replayed and the data read off the model)
 and the ``budget`` ledger path.
@@ -170,7 +172,8 @@ def save_model(model, path: str | Path, *, overwrite: bool = False, extra: dict 
     """Write fitted ``model`` as JSON to ``path``; refuse an existing file unless ``overwrite``.
 
     ``model`` is a dpconvex estimator, or a :class:`~dpconvex.PrivatePipeline` of a
-    :class:`~dpconvex.preprocessing.TableEncoder` then an estimator (as built by
+    :class:`~dpconvex.preprocessing.TableEncoder` then an estimator, or then a
+    :class:`~dpconvex.table_model.TargetBoundsRegressor` around one (as built by
     :func:`dpconvex.make_table_model`; written with its schema and bounds).
 
     The directory of ``path`` must exist. A record that :func:`load_model` would refuse

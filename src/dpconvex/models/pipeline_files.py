@@ -11,6 +11,12 @@ written as a record of ``format_version`` 2 (estimator files stay version 1):
   (released: each estimated end is the output of a priced quantile mechanism, a
   declared end is public), the event that prices them and its ``epsilon_spent``;
 * ``estimator``: the estimator's own record (:func:`~dpconvex.models.persist.model_record`);
+* ``target_bounds`` (only when the last step is a
+  :class:`~dpconvex.table_model.TargetBoundsRegressor`, the regression whose target range
+  is estimated): its ``params`` (``y_bounds`` as declared, ``y_search_range``,
+  ``epsilon``, ``quantiles``), the released bounds ``y_bounds`` (the quantile
+  mechanism's output, post-processed), the quantiles' event and its ``epsilon_spent``;
+  ``estimator`` is then the record of the model fitted with those bounds;
 * ``epsilon_spent``, ``delta``, ``dp_event_json``: the pipeline's composed guarantee.
 
 Never written: seeds, ledger paths, solver iteration counts (see
@@ -19,8 +25,12 @@ schema under :func:`~dpconvex.preprocessing.schema_from_dict`'s caps; one pair o
 bounds per numeric column, each declared end equal to its declared value and each
 estimated end inside the column's search range (after its log); the encoder's event and
 epsilon equal to what its parameters plan for this schema; the estimator clipping rows
-at the schema's public row bound and reading the encoder's number of features; the
-pipeline's event equal to the composition of the two stored events; its
+at the schema's public row bound and reading the encoder's number of features; for
+``target_bounds``: its event and epsilon equal to what its parameters plan, the released
+bounds finite, low < high, inside ``y_search_range`` and keeping each declared end (or
+the public minimum width a degenerate draw is widened to), the estimator's
+``params.y_bounds`` equal to them; the pipeline's event equal to the composition of the
+stored events (encoder, then the quantiles' and the estimator's composed); its
 ``epsilon_spent`` not below what that event costs (by the pipeline's accountant at its
 delta) and not above ``pipeline.epsilon``.
 """
@@ -36,8 +46,10 @@ PIPELINE_MODEL = "PrivatePipeline"
 _STEP_NAME = 100  # longest step name
 _PIPELINE_KEYS = ("format", "format_version", "model", "steps", "pipeline", "schema",
                   "encoder", "estimator", "epsilon_spent", "delta", "dp_event",
-                  "dp_event_json")  # fmt: skip
+                  "dp_event_json", "target_bounds")  # fmt: skip
 _ENCODER_KEYS = ("params", "bounds", "epsilon_spent", "dp_event_json")
+_TARGET_KEYS = ("params", "y_bounds", "epsilon_spent", "dp_event_json")
+_TARGET_PARAMS = ("y_bounds", "y_search_range", "epsilon", "quantiles")
 _WRITER_FIELDS = ("data", "target", "task")
 
 
@@ -52,13 +64,17 @@ def pipeline_record(pipe, extra: dict | None = None) -> dict:
     """The JSON-ready record of a fitted table pipeline; ValueError for another shape."""
     from ..accounting.serialization import event_to_dict
     from ..preprocessing import TableEncoder
+    from ..table_model import TargetBoundsRegressor
     from .persist import _MODELS, FORMAT, model_record
 
     steps = list(pipe.steps)
+    final = steps[-1][1] if steps else None
+    targeted = type(final) is TargetBoundsRegressor
+    inner = final.model if targeted else final
     if (
         len(steps) != 2
         or type(steps[0][1]) is not TableEncoder
-        or type(steps[1][1]).__name__ not in _MODELS
+        or type(inner).__name__ not in _MODELS
         or pipe.public
     ):
         raise ValueError(
@@ -67,7 +83,8 @@ def pipeline_record(pipe, extra: dict | None = None) -> dict:
         )
     if not hasattr(pipe, "dp_event_"):
         raise ValueError("the pipeline is not fitted: fit it before saving")
-    (enc_name, enc), (est_name, est) = steps
+    (enc_name, enc), (est_name, _) = steps
+    est = final.model_ if targeted else final
     record = {
         "format": FORMAT,
         "format_version": PIPELINE_VERSION,
@@ -87,11 +104,31 @@ def pipeline_record(pipe, extra: dict | None = None) -> dict:
         "dp_event": repr(pipe.dp_event_),
         "dp_event_json": event_to_dict(pipe.dp_event_),
     }
+    if targeted:
+        record["target_bounds"] = _target_record(final)
     clash = sorted(set(extra or ()) & set(_PIPELINE_KEYS))
     if clash:
         raise ValueError(f"extra fields {clash} would replace the pipeline's own fields")
     record.update(extra or {})
     return record
+
+
+def _target_record(step) -> dict:
+    """The ``target_bounds`` section: parameters, released bounds, the quantiles' event."""
+    from ..accounting.serialization import event_to_dict
+
+    event = step.dp_event_.events[0]  # (quantiles, model): see TargetBoundsRegressor.fit
+    return {
+        "params": {
+            "y_bounds": [None if b is None else float(b) for b in step.y_bounds],
+            "y_search_range": _pair_or_none(step.y_search_range),
+            "epsilon": step.epsilon,
+            "quantiles": _pair_or_none(step.quantiles),
+        },
+        "y_bounds": [float(b) for b in step.y_bounds_],
+        "epsilon_spent": float(step._each() * len(step._todo())),
+        "dp_event_json": event_to_dict(event),
+    }
 
 
 def _pair_or_none(value):
@@ -120,6 +157,8 @@ def build_pipeline(record: dict):
     except _Bad as err:
         raise _Bad("estimator", str(err)) from None
     _check_estimator(model, inner, schema)
+    if "target_bounds" in record:
+        model = _target_step(record["target_bounds"], model)
     _writer_fields(record)
     return _assemble(record, names, settings, encoder, model)
 
@@ -278,6 +317,98 @@ def _check_ends(field: str, col, low: float, high: float) -> None:
         raise _Bad(field, "must keep the column's declared bound")
 
 
+def _target_step(value, model):
+    """The fitted TargetBoundsRegressor of a ``target_bounds`` section around ``model``."""
+    from sklearn.base import ClassifierMixin, clone
+
+    from ..table_model import TargetBoundsRegressor
+    from .persist import _Bad, _number, _one_line
+
+    if not isinstance(value, dict) or set(value) != set(_TARGET_KEYS):
+        raise _Bad("target_bounds", f"must be an object of {list(_TARGET_KEYS)}")
+    if isinstance(model, ClassifierMixin) or "y_bounds" not in model.get_params():
+        raise _Bad("target_bounds", "goes with a regression estimator only")
+    step = TargetBoundsRegressor(clone(model).set_params(y_bounds=None), **_target_params(value))
+    try:
+        lower, upper = step._check()
+        planned, each = step._quantile_event(), step._each()
+    except (ValueError, TypeError) as err:
+        raise _Bad("target_bounds.params", _one_line(err)) from None
+    event = _event("target_bounds.dp_event_json", value["dp_event_json"])
+    if event != planned:
+        raise _Bad("target_bounds.dp_event_json", "is not the event its parameters plan")
+    if _number(value, "epsilon_spent") != each * len(step._todo()):
+        raise _Bad("target_bounds.epsilon_spent", "is not the epsilon of its event")
+    low, high = _released_target_bounds(value["y_bounds"], step, lower, upper)
+    stored = model.y_bounds
+    if model.y_bound is not None or stored is None or [float(b) for b in stored] != [low, high]:
+        raise _Bad("estimator.params.y_bounds", "must be target_bounds.y_bounds")
+    step.y_bounds_, step.model_ = (low, high), model
+    step.dp_event_ = ComposedDpEvent([event, model.dp_event_])
+    step.n_features_in_ = model.n_features_in_
+    for name in ("coef_", "intercept_", "method_", "method_reason_"):
+        setattr(step, name, getattr(model, name))
+    return step
+
+
+def _target_params(value: dict) -> dict:
+    """The stored parameters of the target's bounds, typed (their values checked later)."""
+    from .persist import _Bad
+
+    params = value["params"]
+    if not isinstance(params, dict) or set(params) != set(_TARGET_PARAMS):
+        raise _Bad("target_bounds.params", f"must be an object of {list(_TARGET_PARAMS)}")
+    number = lambda b: type(b) in (int, float)  # noqa: E731
+    pair = lambda p, ok: isinstance(p, list) and len(p) == 2 and all(map(ok, p))  # noqa: E731
+    if not pair(params["y_bounds"], lambda b: b is None or number(b)):
+        raise _Bad("target_bounds.params.y_bounds", "must be a pair of numbers or nulls")
+    if not pair(params["y_search_range"], number):
+        raise _Bad("target_bounds.params.y_search_range", "must be a pair of numbers")
+    if not number(params["epsilon"]):
+        raise _Bad("target_bounds.params.epsilon", "must be a number")
+    quantiles = params["quantiles"]
+    if quantiles is not None:
+        from ..preprocessing.encoder import _check_quantiles
+
+        if not pair(quantiles, number):
+            raise _Bad("target_bounds.params.quantiles", "must be null or a pair of numbers")
+        try:
+            _check_quantiles(quantiles)
+        except ValueError as err:
+            raise _Bad("target_bounds.params.quantiles", str(err)) from None
+    return {
+        "y_bounds": tuple(params["y_bounds"]),
+        "y_search_range": tuple(params["y_search_range"]),
+        "epsilon": params["epsilon"],
+        "quantiles": None if quantiles is None else tuple(quantiles),
+    }
+
+
+def _released_target_bounds(pair, step, lower: float, upper: float) -> tuple[float, float]:
+    """The released (low, high): what TargetBoundsRegressor.fit can output for ``step``."""
+    from ..table_model import minimum_target_width
+    from .persist import _Bad
+
+    field = "target_bounds.y_bounds"
+    if not (isinstance(pair, list) and len(pair) == 2
+            and all(type(b) in (int, float) for b in pair)):  # fmt: skip
+        raise _Bad(field, "must be a pair [low, high] of numbers")
+    low, high = (float(b) for b in pair)
+    if not (math.isfinite(low) and math.isfinite(high) and low < high):
+        raise _Bad(field, "must be finite with low < high")
+    if not (lower <= low and high <= upper):
+        raise _Bad(field, "lies outside target_bounds.params.y_search_range")
+    width = minimum_target_width(lower, upper)
+    if not high - low >= width * (1 - 1e-9):
+        raise _Bad(field, "is narrower than the width fit widens estimated bounds to")
+    declared = [float(b) for b in step.y_bounds if b is not None]  # one at most
+    for d in declared:  # kept, or inside a pair fit widened to the public minimum width
+        widened = low <= d <= high and abs((high - low) - width) <= 1e-9 * width
+        if d not in (low, high) and not widened:
+            raise _Bad(field, "must keep the declared end of target_bounds.params.y_bounds")
+    return low, high
+
+
 def _check_estimator(model, inner: dict, schema) -> None:
     from .persist import _Bad
 
@@ -315,7 +446,8 @@ def _assemble(record: dict, names, settings: dict, encoder, model):
     if not isinstance(record.get("dp_event"), str | None):
         raise _Bad("dp_event", "must be text")
     delta = _number(record, "delta")
-    planned_delta = settings["delta"] or (float(model.delta) or PURE_DELTA)
+    # as PrivatePipeline._plan: the steps' own delta (none for the target's bounds step)
+    planned_delta = settings["delta"] or (float(getattr(model, "delta", 0.0)) or PURE_DELTA)
     if delta != planned_delta:
         raise _Bad("delta", "must be pipeline.delta (or, without it, the estimator's delta)")
     pipe = PrivatePipeline(
