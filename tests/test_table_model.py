@@ -214,3 +214,16 @@ def test_a_search_range_too_narrow_for_its_magnitude_is_refused_before_any_charg
     )
     with pytest.raises(ValueError, match="y_search_range is too narrow"):
         step.privacy_event(100, 3)
+
+
+def test_a_pipeline_without_its_own_delta_reports_at_the_models_delta():
+    from dpconvex import PrivatePipeline
+
+    step = TargetBoundsRegressor(
+        DPLinearRegression(delta=1e-6), y_search_range=(0.0, 100.0), epsilon=0.5
+    )
+    pipe = PrivatePipeline([("model", step)])
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-1, 1, (300, 2))
+    pipe.fit(X, 50 + 20 * X[:, 0])
+    assert pipe.delta_ == 1e-6

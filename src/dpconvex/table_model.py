@@ -262,6 +262,11 @@ class TargetBoundsRegressor(RegressorMixin, BaseEstimator):
         self.epsilon = epsilon
         self.random_state = random_state
 
+    @property
+    def delta(self):
+        """The model's delta (the quantiles are pure DP): what a pipeline reports at."""
+        return getattr(self.model, "delta", None)
+
     def _todo(self) -> list[int]:
         return [k for k in (0, 1) if self.y_bounds[k] is None]
 
