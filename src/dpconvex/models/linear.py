@@ -714,7 +714,9 @@ _REGRESSOR_DOC = """
     normalizing rows, the classifiers' default, would change the regression
     function itself. Other parameters and attributes as in
     :class:`DPLogisticRegression`; the gradient clip C defaults to the row bound R
-    (kappa = 1 on rows of norm R).
+    (kappa = 1 on rows of norm R), except that DP-GD with Adam on least squares clips
+    lower when its noise dominates (C = R clip((1/64) n / (z sqrt d), 1/8, 1), from public
+    n, d and the noise multiplier z: :func:`dpconvex.plans.gradient.default_dpgd_clip`).
 """
 
 
