@@ -500,7 +500,7 @@ def test_a_missing_input_is_one_escaped_line(tmp_path, capsys):
 
 def test_only_refusals_are_turned_into_one_line(monkeypatch):
     """A MemoryError or an IndexError is a bug: it keeps its traceback (not exit 2)."""
-    import dpconvex.cli as cli_module
+    import dpconvex.cli.account as cli_module
 
     def broken(*args, **kwargs):
         raise IndexError("a bug")

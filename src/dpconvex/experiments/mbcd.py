@@ -670,7 +670,7 @@ def _plot_nmf(path, table, epsilons):
 
 
 # -- classification (Madelon-like, MNIST 5k) --------------------------------------------
-def _classification_data(quick: bool):
+def _classification_data(quick: bool, mnist: Path | None = None):
     from sklearn.model_selection import train_test_split
 
     sets = []
@@ -688,7 +688,7 @@ def _classification_data(quick: bool):
             960,
         )
     )
-    path = find_mnist_5k()
+    path = Path(mnist) if mnist is not None else find_mnist_5k()
     note = None
     if path is None:
         note = (
@@ -725,7 +725,7 @@ LABELS = {
 
 
 def reproduce_mbcd_classification(
-    out: Path, quick: bool = False, trials: int | None = None
+    out: Path, quick: bool = False, trials: int | None = None, mnist: Path | None = None
 ) -> dict:
     """Test accuracy vs epsilon: DP-MBCD (network variant) against DP-SGD, plus non-private.
 
@@ -736,7 +736,8 @@ def reproduce_mbcd_classification(
     Algorithm 4's explicit W-step (eta = 1, the certified kappa / rho^2) and with
     the certified implicit step of the paper's variant (eta = 300); both priced by
     composition. DP-SGD is Poisson-sampled with the same clip C = 1
-    and (epsilon, delta = 1e-5), heavy-ball SGD with learning rate 0.1.
+    and (epsilon, delta = 1e-5), heavy-ball SGD with learning rate 0.1. ``mnist``: the
+    path of mnist_5k.csv.gz (default: :func:`dpconvex.bcd.data.find_mnist_5k`).
     """
     start = time.perf_counter()
     out = Path(out)
@@ -748,7 +749,7 @@ def reproduce_mbcd_classification(
     # (private name, non-private name, implicit W-step, step size): Algorithm 4 with its
     # certified Hessian-normalized step (eta = min(1, kappa / rho^2) = 1), and the variant
     variants = [("dp_mbcd", "mbcd", False, 1.0), ("dp_mbcd_variant", "mbcd_variant", True, 300.0)]
-    sets, note = _classification_data(quick)
+    sets, note = _classification_data(quick, mnist)
     records = []
     refusal = None
     total = len(sets) * trials * ((1 + len(variants)) * (1 + len(epsilons)))

@@ -1,15 +1,17 @@
-"""Argument types of the ``dpconvex`` command line: finite numbers, whole counts, files.
+"""Shared parts of the ``dpconvex`` command line: argument types, options, output, errors.
 
-Each refuses a bad value with one line (a click usage error, or a ValueError that
-``dpconvex.cli.main`` prints; exit status 2) before the command does any work: NaN and
-infinities, fractions and out-of-range counts, paths that are missing, directories,
-pipes or devices, and outputs that could not be written. The privacy-parameter limits
-themselves stay in the library (the accountants, the ledger); these types only make
-them visible in ``--help`` and refuse nonsense early.
+The argument types (finite numbers, whole counts, files) each refuse a bad value with
+one line (a click usage error, or a ValueError that ``dpconvex.cli.main`` prints; exit
+status 2) before the command does any work: NaN and infinities, fractions and
+out-of-range counts, paths that are missing, directories, pipes or devices, and outputs that
+could not be written. The privacy-parameter limits themselves stay in the library (the
+accountants, the ledger); these types only make them visible in ``--help`` and refuse
+nonsense early.
 """
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import stat
@@ -18,8 +20,9 @@ from pathlib import Path
 
 import click
 
-from .accounting import MAX_EPSILON, MIN_EPSILON
-from .accounting.limits import MAX_COUNT
+from ..accounting import MAX_EPSILON, MIN_EPSILON, UnsupportedEventError
+from ..accounting.limits import MAX_COUNT
+from ..budget import BudgetExceededError, LedgerError, safe_text
 
 
 class NumberRange(click.FloatRange):
@@ -243,3 +246,137 @@ class Bounds(click.ParamType):
         if not all(math.isfinite(b) for b in given) or (len(given) == 2 and not low < high):
             self.fail(f"{value!r} needs finite numbers with LOW < HIGH.", param, ctx)
         return low, high
+
+
+#: Longest error or warning line printed (longer ones, e.g. echoing a huge argument, are cut).
+MAX_LINE = 500
+
+
+def _emit(result: dict, as_json: bool) -> None:
+    if as_json:
+        click.echo(json.dumps(result, indent=2))
+        return
+    width = max(len(k) for k in result)
+    for key, value in result.items():
+        if value is None:
+            shown = "null"
+        elif isinstance(value, float):
+            shown = f"{value:.8g}"
+        else:
+            shown = str(value)
+        click.echo(f"{key:<{width}}  {shown}")
+
+
+json_option = click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print the result as JSON (for scripts) instead of a table.",
+)
+DELTA_HELP = (
+    "Target delta, in (0, 1): the small probability that the epsilon guarantee fails. "
+    "Choose it well below 1 / (number of rows), e.g. 1e-5."
+)
+delta_option = click.option("--delta", type=DELTA, required=True, help=DELTA_HELP)
+
+
+def _check_output(path: str | Path, *, force: bool, mkdir: bool) -> Path:
+    """Refuse an output that cannot be written (see :func:`output_file`).
+
+    Run before any work (and before a budget is charged), so that a run whose result
+    cannot be written costs nothing.
+    """
+    return output_file(path, force=force, mkdir=mkdir)
+
+
+force_option = click.option(
+    "--force", is_flag=True, help="Overwrite the output file if it exists (default: refuse)."
+)
+mkdir_option = click.option(
+    "--mkdir",
+    is_flag=True,
+    help="Create the output file's directory if it does not exist (default: refuse).",
+)
+
+
+def _objpert_options(func):
+    for opt in reversed(
+        [
+            click.option(
+                "--sigma",
+                type=positive(),
+                required=True,
+                help="Standard deviation of the Gaussian noise added to the training objective. "
+                "More noise: smaller epsilon, less accurate model.",
+            ),
+            click.option(
+                "--lam",
+                type=positive(),
+                required=True,
+                help="Strength of the L2 regularization; must be larger than --beta. Larger "
+                "values cost less privacy but pull the model further towards zero.",
+            ),
+            click.option(
+                "--beta",
+                type=NumberRange(min=0),
+                required=True,
+                help="Smoothness of the per-example loss: a bound on its curvature (0.25 R^2 "
+                "for the logistic loss on rows of norm at most R).",
+            ),
+            click.option(
+                "--lipschitz",
+                type=positive(),
+                required=True,
+                help="Bound on every example's gradient norm (R for the logistic loss on rows "
+                "of norm at most R, or the gradient clipping threshold).",
+            ),
+        ]
+    ):
+        func = opt(func)
+    return func
+
+
+EPSILON_TARGET_HELP = (
+    "Target epsilon (> 0): the privacy budget. Smaller is more private and noisier; "
+    "0.1 to 10 is the usual range."
+)
+
+
+def _refusals() -> tuple[type[BaseException], ...]:
+    """The exception classes by which dpconvex refuses (printed as one line by :func:`main`).
+
+    ValueError covers CalibrationError, GridTooLargeError, HiddenStateUnsoundError,
+    ModelFileError and scikit-learn's InvalidParameterError; OSError is a file the user
+    named that cannot be read or written. Anything else (MemoryError, IndexError, ...)
+    is a bug and keeps its traceback.
+    """
+    from ..bcd.steps import ImplicitStepError
+    from ..optim.solvers import CertificateError
+    from ..tuning.search import NothingSelectedError
+
+    return (
+        ValueError,
+        OSError,
+        UnsupportedEventError,
+        BudgetExceededError,
+        LedgerError,
+        CertificateError,
+        ImplicitStepError,
+        NothingSelectedError,
+    )
+
+
+def _one_line(text: str) -> str:
+    """``text`` on one printable line (control characters escaped, whitespace collapsed)."""
+    return safe_text(" ".join(str(text).split()), MAX_LINE)
+
+
+def _message(exc: BaseException) -> str:
+    if isinstance(exc, OSError) and exc.strerror and exc.filename is not None:
+        return f"{exc.strerror}: {exc.filename}"
+    return str(exc) or type(exc).__name__
+
+
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """Print a Python warning as one ``dpconvex: warning:`` line (no source location)."""
+    click.echo(f"dpconvex: warning: {_one_line(str(message))}", err=True)

@@ -1,0 +1,122 @@
+"""``dpconvex predict``: apply a saved model to a CSV file."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+import numpy as np
+
+from ..budget import safe_text
+from .fit_run import _scores
+from .options import (
+    InputFile,
+    _check_output,
+    _emit,
+    force_option,
+    input_file,
+    json_option,
+    mkdir_option,
+)
+
+
+def _jsonable(value):
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+@click.command("predict")
+@click.option(
+    "--model",
+    "model_file",
+    type=InputFile(),
+    required=True,
+    help="Model file written by `dpconvex fit`.",
+)
+@click.option(
+    "--data",
+    required=True,
+    help="CSV file with a header row that holds the model's columns, by name (other columns "
+    "are ignored): the schema's raw columns for a model fitted with --schema, else the "
+    'numeric feature columns; or "adult" for all rows of the bundled Adult data.',
+)
+@click.option(
+    "--target",
+    default=None,
+    help="Target column of the CSV file; when given, the accuracy (R^2 and RMSE for a "
+    "regression) on these rows is reported too.",
+)
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="CSV file for the predictions (one column, prediction). Default: print them, one "
+    "per line.",
+)
+@force_option
+@mkdir_option
+@json_option
+def predict(model_file, data, target, out, force, mkdir, as_json):
+    """Apply a model saved by `dpconvex fit` to new rows and print the predictions.
+
+    Prediction uses only the released model, so it costs no further privacy. A model
+    fitted with --schema reads the raw columns and encodes them as in training.
+    """
+    from sklearn.base import ClassifierMixin
+
+    from ..models.persist import load_model
+
+    if out is not None:
+        _check_output(out, force=force, mkdir=mkdir)
+    if data != "adult":
+        data = str(input_file(data, "--data"))
+    model = load_model(model_file)
+    final = model[-1] if hasattr(model, "steps") else model
+    regression = not isinstance(final, ClassifierMixin)
+    X, y = _predict_rows(model_file, model, data, target, regression)
+    predictions = model.predict(X)
+    summary = {"model_file": str(model_file), "data": str(data), "n_rows": int(len(predictions))}
+    if y is not None:
+        summary.update(_scores(predictions, y, regression))
+    plain = [_jsonable(v) for v in predictions]
+    if out is not None:
+        Path(out).write_text("prediction\n" + "".join(f"{v}\n" for v in plain))
+        summary["predictions_file"] = str(out)
+        _emit(summary, as_json)
+    elif as_json:
+        click.echo(json.dumps({**summary, "predictions": plain}, indent=2))
+    else:
+        click.echo("\n".join(safe_text(v) for v in plain))
+        scores = {k: summary[k] for k in ("accuracy", "r2", "rmse") if k in summary}
+        if scores:
+            shown = ", ".join(f"{k} {v:.6g}" for k, v in scores.items())
+            click.echo(f"{shown} on {len(plain)} rows", err=True)
+
+
+def _predict_rows(model_file, model, data: str, target, regression: bool):
+    """(X, y) for ``predict``: raw cells for a pipeline, numeric features otherwise."""
+    from ..datasets import load_adult, load_csv_features
+    from ..datasets.files import load_csv_cells
+    from ..models.persist import read_model_record
+
+    if hasattr(model, "steps"):
+        if data == "adult":
+            raise ValueError(f"{model_file} reads raw CSV columns; give a CSV file as --data")
+        names = [c.name for c in model[0].schema_.columns]
+        return load_csv_cells(data, names, target, numeric_target=regression)
+    names = read_model_record(model_file).get("feature_names")
+    if data == "adult":
+        dataset = load_adult()
+        if names is not None and list(names) != list(dataset.feature_names):
+            raise ValueError(f"{model_file} was not trained on the bundled Adult data")
+        return dataset.X, dataset.y
+    if names is None:
+        raise ValueError(f"{model_file} does not list its feature columns; cannot read a CSV")
+    X, y = load_csv_features(data, names, target)
+    if regression and y is not None and y.dtype.kind not in "fiu":
+        raise ValueError(f"the target column {target!r} must hold numbers for a regression")
+    return X, y
