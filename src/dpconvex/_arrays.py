@@ -12,3 +12,12 @@ def row_norms(X) -> np.ndarray:
         return np.sqrt(np.asarray(X.multiply(X).sum(axis=1), dtype=np.float64).ravel())
     X = np.asarray(X, dtype=np.float64)
     return np.sqrt(np.einsum("ij,ij->i", X, X))
+
+
+def jsonable(value):
+    """A numpy array or scalar as plain Python (lists, floats, ints) for JSON; else as is."""
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, np.generic):
+        return value.item()
+    return value

@@ -19,7 +19,7 @@ import click
 from ..queries.calibration import counting_summary, format_counting_summary
 from ..queries.distribution import MAX_P
 from ..queries.privacy import MAX_PLD_QUERIES, MIN_PLD_DELTA
-from .options import EPSILON, Count, NumberRange
+from .options import EPSILON, Count, NumberRange, json_option
 
 
 @click.command("counting")
@@ -52,12 +52,7 @@ from .options import EPSILON, Count, NumberRange
     help="Shape of the noise: density proportional to exp(-|x / sigma|^p) (p = 2 is "
     "Gaussian noise). Default: the p with the smallest expected largest error.",
 )
-@click.option(
-    "--json",
-    "as_json",
-    is_flag=True,
-    help="Print the result as JSON (for scripts) instead of a table.",
-)
+@json_option
 def counting(k: int, epsilon: float, delta: float, p: float | None, as_json: bool) -> None:
     """Noise for K counting queries released together, and its largest expected error.
 

@@ -266,7 +266,6 @@ def _fit_table(run: _FitRun) -> None:
     from ..datasets.base import Dataset
     from ..datasets.files import load_csv_cells
     from ..preprocessing import load_schema
-    from ..table_model import make_table_model
 
     schema = load_schema(run.schema_file)
     path = input_file(run.data, "--data")
@@ -277,20 +276,7 @@ def _fit_table(run: _FitRun) -> None:
     _check_before_charge(schema, cells, y, run)  # training and test rows
     dataset = Dataset(name=path.stem, X=cells, y=y, feature_names=names)
     X_train, X_test, y_train, y_test = dataset.split(run.test_size, run.split_seed)
-    pipe = make_table_model(
-        schema,
-        n_samples=len(y_train),
-        epsilon=run.epsilon,
-        delta=run.delta,
-        task=run.task,
-        classes=run.classes,
-        y_bounds=run.y_bounds,
-        y_search_range=run.y_search_range,
-        method=run.method,
-        accounting=run.accounting,
-        random_state=run.seed,
-        budget=run.budget,
-    )
+    pipe = run.table_model(schema, len(y_train))
     with _progress(f"fitting ({run.method})", enabled=not run.as_json) as clock:
         pipe.fit(X_train, y_train)
     _save_and_report(

@@ -53,13 +53,7 @@ def _fit_dask_table(run: _FitRun) -> None:
     """``--dask --schema``: the schema's columns as a dask DataFrame, one pipeline."""
     from ..preprocessing import load_schema
     from ..scale import data as scale_data
-    from ..table_model import make_table_model
 
-    if not hasattr(scale_data, "read_frame") or not _encoder_reads_dask():
-        raise ValueError(
-            "--dask with --schema is not available in this version: drop --dask to read "
-            "the CSV in memory"
-        )
     if run.target is None:
         raise ValueError("--target is required with a data file")
     schema = load_schema(run.schema_file)
@@ -72,19 +66,7 @@ def _fit_dask_table(run: _FitRun) -> None:
         n_train = int(len(train))  # the number of rows is public in dpconvex's guarantee
         y_train, y_test = (_dask_target(part[run.target], run) for part in (train, test))
         _check_dask_labels(y_train, run)
-        pipe = make_table_model(
-            schema,
-            n_samples=n_train,
-            epsilon=run.epsilon,
-            delta=run.delta,
-            task=run.task,
-            classes=run.classes,
-            y_bounds=run.y_bounds,
-            method=run.method,
-            accounting=run.accounting,
-            random_state=run.seed,
-            budget=run.budget,
-        )
+        pipe = run.table_model(schema, n_train)
         with _progress(f"fitting ({run.method}, dask)", enabled=not run.as_json) as clock:
             pipe.fit(train[names], y_train)
         predicted = pipe.predict(test[names])
@@ -98,12 +80,6 @@ def _fit_dask_table(run: _FitRun) -> None:
         seconds=clock.seconds,
         details={"n_train": n_train},
     )
-
-
-def _encoder_reads_dask() -> bool:
-    from ..preprocessing import columns
-
-    return hasattr(columns, "is_dask_table")
 
 
 def _dask_target(series, run: _FitRun):

@@ -54,6 +54,25 @@ class _FitRun:
     def regression(self) -> bool:
         return self.task == "regression"
 
+    def table_model(self, schema, n_samples: int):
+        """The :func:`~dpconvex.make_table_model` pipeline of these settings."""
+        from ..table_model import make_table_model
+
+        return make_table_model(
+            schema,
+            n_samples=n_samples,
+            epsilon=self.epsilon,
+            delta=self.delta,
+            task=self.task,
+            classes=self.classes,
+            y_bounds=self.y_bounds,
+            y_search_range=self.y_search_range,
+            method=self.method,
+            accounting=self.accounting,
+            random_state=self.seed,
+            budget=self.budget,
+        )
+
     def check(self) -> None:
         if self.regression:
             self._check_target_range()

@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 
 import click
-import numpy as np
 
+from .._arrays import jsonable
 from ..budget import safe_text
 from .fit_run import _scores
 from .options import (
@@ -19,14 +19,6 @@ from .options import (
     json_option,
     mkdir_option,
 )
-
-
-def _jsonable(value):
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    if isinstance(value, np.generic):
-        return value.item()
-    return value
 
 
 @click.command("predict")
@@ -82,7 +74,7 @@ def predict(model_file, data, target, out, force, mkdir, as_json):
     summary = {"model_file": str(model_file), "data": str(data), "n_rows": int(len(predictions))}
     if y is not None:
         summary.update(_scores(predictions, y, regression))
-    plain = [_jsonable(v) for v in predictions]
+    plain = [jsonable(v) for v in predictions]
     if out is not None:
         Path(out).write_text("prediction\n" + "".join(f"{v}\n" for v in plain))
         summary["predictions_file"] = str(out)

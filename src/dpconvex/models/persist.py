@@ -49,6 +49,7 @@ from dp_accounting import dp_event as de
 from sklearn.base import ClassifierMixin
 from sklearn.utils.validation import check_is_fitted
 
+from .._arrays import jsonable
 from ..accounting.limits import MAX_COUNT
 from .labels import declared_classes
 from .linear import DPHuberRegressor, DPLinearRegression, DPLogisticRegression
@@ -104,14 +105,6 @@ def _where(path: str | Path) -> str:
     return text if text.isprintable() else repr(text)
 
 
-def _jsonable(value):
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    if isinstance(value, np.generic):
-        return value.item()
-    return value
-
-
 # --- writing -------------------------------------------------------------------------------
 def model_record(model, extra: dict | None = None) -> dict:
     """The JSON-ready record of a fitted dpconvex estimator (see the module docstring).
@@ -123,7 +116,7 @@ def model_record(model, extra: dict | None = None) -> dict:
 
     check_is_fitted(model)
     params = {
-        k: _jsonable(v) for k, v in model.get_params(deep=False).items()
+        k: jsonable(v) for k, v in model.get_params(deep=False).items()
         if k not in _DROPPED_PARAMS
     }  # fmt: skip
     try:
@@ -143,11 +136,11 @@ def model_record(model, extra: dict | None = None) -> dict:
         raise ValueError(f"extra fields {clash} would replace the model's own fields")
     record.update(extra or {})
     if isinstance(model, ClassifierMixin):
-        record["classes"] = _jsonable(model.classes_)
+        record["classes"] = jsonable(model.classes_)
     record.update(
         {
-            "coef": _jsonable(model.coef_),
-            "intercept": _jsonable(model.intercept_),
+            "coef": jsonable(model.coef_),
+            "intercept": jsonable(model.intercept_),
             "epsilon_spent": model.epsilon_,
             "delta": model.delta_,
             "dp_event": repr(model.dp_event_),
@@ -155,7 +148,7 @@ def model_record(model, extra: dict | None = None) -> dict:
         }
     )
     if hasattr(model, "mechanism_params_"):
-        record["mechanism_params"] = {k: _jsonable(v) for k, v in model.mechanism_params_.items()}
+        record["mechanism_params"] = {k: jsonable(v) for k, v in model.mechanism_params_.items()}
     if hasattr(model, "method_"):  # the method run: for method="auto", the public choice
         record["method_run"] = model.method_
         record["method_reason"] = getattr(model, "method_reason_", "")
