@@ -20,7 +20,6 @@ ROOT = DOCS.parent
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(DOCS))
 
-from references import replace_seed_mentions  # noqa: E402
 
 import dpconvex  # noqa: E402
 
@@ -119,12 +118,11 @@ html_show_sourcelink = False
 html_last_updated_fmt = ""
 
 
-# -- docstrings: cite papers by title and arXiv number ---------------------------
-def _cite_in_docstring(app, what, name, obj, options, lines):
-    """Docstrings say "seed 000" (the project's internal name for a paper); the site says
-    which paper it is, by title and arXiv number, and drops paths of files a clone lacks."""
+# -- docstrings: norms written |x| and ||x|| are plain text -----------------------
+def _plain_bars(app, what, name, obj, options, lines):
+    """Docstrings write norms as |x| and ||x||; keep them from reading as substitutions."""
     text = "\n".join(lines)
-    new = _escape_bars(replace_seed_mentions(text))
+    new = _escape_bars(text)
     if new != text:
         lines[:] = new.split("\n")
 
@@ -140,6 +138,6 @@ def _escape_bars(text: str) -> str:
 
 
 def setup(app):
-    app.connect("autodoc-process-docstring", _cite_in_docstring)
+    app.connect("autodoc-process-docstring", _plain_bars)
     app.add_css_file("dpconvex.css")
 
