@@ -75,15 +75,18 @@ def _parse_classes(text: str | None):
 TASKS = ("classification", "regression")
 DATA_HELP = (
     '"adult" for the bundled UCI Adult census data, or the path of a CSV file with a header '
-    "row and a target column (see --target): with --schema, the schema's columns (text and "
-    "missing cells allowed; other columns ignored), else numeric feature columns only."
+    "row, or of a Parquet file (.parquet, .pq; needs pyarrow, in the dask extra), with a "
+    "target column (see --target): with --schema, the schema's columns (text and missing "
+    "cells allowed; other columns ignored), else numeric feature columns only."
 )
 
 
 @click.command("fit")
 @click.option("--data", required=True, help=DATA_HELP)
 @click.option(
-    "--target", default=None, help="Name of the label column of the CSV file (needed with a CSV)."
+    "--target",
+    default=None,
+    help="Name of the label column of the file (needed with a CSV or Parquet file).",
 )
 @click.option("--epsilon", type=EPSILON, required=True, help=EPSILON_TARGET_HELP)
 @delta_option
@@ -235,17 +238,26 @@ def fit(data, target, epsilon, delta, as_json, **options):
         _fit_numeric(run)
 
 
+def _reader(path, *, cells: bool):
+    """The loader of a --data file: Parquet by its suffix (.parquet, .pq), CSV otherwise."""
+    if path.suffix.lower() in (".parquet", ".pq"):
+        from ..datasets.parquet import load_parquet, load_parquet_cells
+
+        return load_parquet_cells if cells else load_parquet
+    from ..datasets.files import load_csv, load_csv_cells
+
+    return load_csv_cells if cells else load_csv
+
+
 def _fit_numeric(run: _FitRun) -> None:
     """No schema: numeric feature columns (or bundled Adult) and one estimator."""
     if run.data == "adult":
         dataset = _load_data(run.data, None)
     else:
-        from ..datasets import load_csv
-
         path = input_file(run.data, "--data")
         if run.target is None:
-            raise ValueError("--target is required with a CSV file")
-        dataset = load_csv(path, run.target, numeric_target=run.regression)
+            raise ValueError("--target is required with a CSV or Parquet file")
+        dataset = _reader(path, cells=False)(path, run.target, numeric_target=run.regression)
     X_train, X_test, y_train, y_test = dataset.split(run.test_size, run.split_seed)
     # --budget: the estimator charges its planned event before it touches the data
     model = run.estimator()
@@ -264,15 +276,15 @@ def _fit_numeric(run: _FitRun) -> None:
 def _fit_table(run: _FitRun) -> None:
     """With a schema: the declared columns as text cells, one encoder-and-model pipeline."""
     from ..datasets.base import Dataset
-    from ..datasets.files import load_csv_cells
     from ..preprocessing import load_schema
 
     schema = load_schema(run.schema_file)
     path = input_file(run.data, "--data")
     if run.target is None:
-        raise ValueError("--target is required with a CSV file")
+        raise ValueError("--target is required with a CSV or Parquet file")
     names = [c.name for c in schema.columns]
-    cells, y = load_csv_cells(path, names, run.target, numeric_target=run.regression)
+    load = _reader(path, cells=True)
+    cells, y = load(path, names, run.target, numeric_target=run.regression)
     _check_before_charge(schema, cells, y, run)  # training and test rows
     dataset = Dataset(name=path.stem, X=cells, y=y, feature_names=names)
     X_train, X_test, y_train, y_test = dataset.split(run.test_size, run.split_seed)

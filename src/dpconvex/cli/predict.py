@@ -32,9 +32,10 @@ from .options import (
 @click.option(
     "--data",
     required=True,
-    help="CSV file with a header row that holds the model's columns, by name (other columns "
-    "are ignored): the schema's raw columns for a model fitted with --schema, else the "
-    'numeric feature columns; or "adult" for all rows of the bundled Adult data.',
+    help="CSV file with a header row, or Parquet file (.parquet, .pq), that holds the model's "
+    "columns, by name (other columns are ignored): the schema's raw columns for a model "
+    "fitted with --schema, else the numeric feature columns; or \"adult\" for all rows of "
+    "the bundled Adult data.",
 )
 @click.option(
     "--target",
@@ -93,13 +94,18 @@ def _predict_rows(model_file, model, data: str, target, regression: bool):
     """(X, y) for ``predict``: raw cells for a pipeline, numeric features otherwise."""
     from ..datasets import load_adult, load_csv_features
     from ..datasets.files import load_csv_cells
+    from ..datasets.parquet import load_parquet_cells, load_parquet_features
     from ..models.persist import read_model_record
 
+    parquet = data != "adult" and Path(data).suffix.lower() in (".parquet", ".pq")
     if hasattr(model, "steps"):
         if data == "adult":
-            raise ValueError(f"{model_file} reads raw CSV columns; give a CSV file as --data")
+            raise ValueError(
+                f"{model_file} reads raw columns; give a CSV or Parquet file as --data"
+            )
         names = [c.name for c in model[0].schema_.columns]
-        return load_csv_cells(data, names, target, numeric_target=regression)
+        load = load_parquet_cells if parquet else load_csv_cells
+        return load(data, names, target, numeric_target=regression)
     names = read_model_record(model_file).get("feature_names")
     if data == "adult":
         dataset = load_adult()
@@ -108,7 +114,10 @@ def _predict_rows(model_file, model, data: str, target, regression: bool):
         return dataset.X, dataset.y
     if names is None:
         raise ValueError(f"{model_file} does not list its feature columns; cannot read a CSV")
-    X, y = load_csv_features(data, names, target)
+    if parquet:
+        X, y = load_parquet_features(data, list(names), target, numeric_target=regression)
+    else:
+        X, y = load_csv_features(data, names, target)
     if regression and y is not None and y.dtype.kind not in "fiu":
         raise ValueError(f"the target column {target!r} must hold numbers for a regression")
     return X, y
