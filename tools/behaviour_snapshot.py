@@ -22,7 +22,10 @@ import tempfile
 import warnings
 from pathlib import Path
 
-import numpy as np
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")  # before numpy: multi-threaded BLAS sums differ in bits
+
+import numpy as np  # noqa: E402
 
 
 def _rec(value):
@@ -395,7 +398,6 @@ def main() -> int:
     if args.compare:
         a, b = (json.loads(Path(p).read_text()) for p in args.compare)
         return compare(a, b)
-    os.environ.setdefault("OMP_NUM_THREADS", "1")
     import dpconvex
     print(f"dpconvex from {dpconvex.__file__}", file=sys.stderr)
     snap = snapshot()
