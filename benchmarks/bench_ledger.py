@@ -81,9 +81,10 @@ def _cold_caches(module) -> None:
     """Forget every priced total and parsed event, as a fresh process would."""
     accountants._RESULTS.clear()
     accountants._COMPOSED.clear()
+    holder = getattr(module, "chain", module)  # the package keeps its memos in budget.chain
     for memo in ("_EVENTS", "_RDP"):
-        if hasattr(module, memo):
-            setattr(module, memo, module._Memo())
+        if hasattr(holder, memo):
+            getattr(holder, memo)._data.clear()
 
 
 def _time_spends(modules, ledger: Path, events: list, repeats: int) -> dict:
@@ -114,9 +115,7 @@ def main() -> None:
     modules = [("current", current)]
     if args.module:
         modules.append((Path(args.module).name, _load(args.module)))
-    current.sqlite3.connect = _timed_connect
-    for _, module in modules:
-        module.sqlite3.connect = _timed_connect
+    sqlite3.connect = _timed_connect  # the module every budget.py connects through
     print(f"OMP_NUM_THREADS={os.environ['OMP_NUM_THREADS']}  sqlite {sqlite3.sqlite_version}")
     print("| budget.py | events | entries | s per spend | s with the lock held |")
     print("|---|---|---|---|---|")

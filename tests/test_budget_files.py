@@ -16,7 +16,15 @@ import dpconvex.budget as budget_module
 from dpconvex import Budget, BudgetExceededError, LedgerError
 from dpconvex.accounting import GaussianDpEvent, PrivacyAccountant
 from dpconvex.accounting.serialization import event_to_dict
-from dpconvex.budget import LedgerFileWarning, safe_text, safe_time, summary_text
+from dpconvex.budget import (
+    LedgerFileWarning,
+    chain,
+    ledger_file,
+    safe_text,
+    safe_time,
+    summary_text,
+    values,
+)
 
 _G = GaussianDpEvent(5.0)
 
@@ -111,7 +119,7 @@ def test_any_killed_writer_is_rolled_back_by_a_read_only_open(tmp_path):
 def test_a_hot_journal_that_cannot_be_rolled_back_is_named(tmp_path, monkeypatch):
     path = tmp_path / "l.db"
     Budget(path, 4.0, 1e-5).spend(_G, mechanism="g")
-    monkeypatch.setattr(budget_module.os, "access", lambda *a, **k: False)
+    monkeypatch.setattr(ledger_file.os, "access", lambda *a, **k: False)
     with pytest.raises(LedgerError, match="unfinished write"):
         budget_module.Budget._roll_back_unfinished_write(Budget(path))
 
@@ -192,7 +200,7 @@ def test_display_helpers():
 @pytest.mark.parametrize("clock", [1e20, float("nan"), float("inf"), -5.0])
 def test_an_absurd_clock_is_refused_before_anything_is_written(tmp_path, monkeypatch, clock):
     ledger = Budget(tmp_path / "l.db", 4.0, 1e-5)
-    monkeypatch.setattr(budget_module.time, "time", lambda: clock)
+    monkeypatch.setattr(values.time, "time", lambda: clock)
     with pytest.raises(LedgerError, match="system clock reads"):
         ledger.spend(_G, mechanism="g")
     monkeypatch.undo()
@@ -263,7 +271,7 @@ def test_a_ledger_of_the_previous_version_opens_and_gains_an_identity(tmp_path):
     """A format-2 ledger written before this version (no filter, identity or RDP columns)."""
     path = tmp_path / "old.db"
     created = 1.7e9
-    genesis = budget_module._digest("dpconvex-ledger", 2, 4.0, 1e-5, "auto", created)
+    genesis = chain._digest("dpconvex-ledger", 2, 4.0, 1e-5, "auto", created)
     _raw(
         path,
         (
@@ -329,7 +337,7 @@ def test_pricing_runs_outside_the_lock(tmp_path, monkeypatch):
     held = []
 
     def price(self, rows, payload):
-        held.append(budget_module._CALL_LOCK.locked())
+        held.append(ledger_file._CALL_LOCK.locked())
         return real_price(self, rows, payload)
 
     monkeypatch.setattr(budget_module.Budget, "_price", price)

@@ -12,16 +12,11 @@ from dpconvex import load_model
 from dpconvex.cli import _progress, main
 from dpconvex.preprocessing import load_schema
 
+from .table_schemas import cities_schema
+
 SECRET = "Zanzibar-4471"  # a cell's content that no message may show
 
-SCHEMA = {
-    "columns": [
-        {"name": "age", "type": "numeric", "bounds": [18, 90]},
-        {"name": "city", "type": "categorical", "categories": ["Paris", "Lyon"]},
-        {"name": "income", "type": "numeric", "bounds": [0, None],
-         "search_range": [0, 1e7], "log": "log1p"},
-    ]
-}  # fmt: skip
+SCHEMA = cities_schema()
 
 
 def run(argv, capsys):

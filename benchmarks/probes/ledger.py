@@ -204,7 +204,7 @@ def _hot_journal(tmp: Path, *, writable: bool = True):
     if not Path(f"{path}-journal").exists():
         raise Violation("the killed writer left no journal (the probe did not set up)")
     if not writable:
-        import dpconvex.budget as module
+        import dpconvex.budget.ledger_file as module
 
         module.os.access = lambda *a, **k: False  # as a reader without write permission
     ledger = _budget()(path)
@@ -335,7 +335,7 @@ def _spend(label: object = "ok", mechanism: object = "m", event=_gauss):
 def _clock(value: float):
     def run(tmp: Path):
         path = _ledger(tmp, spends=0)
-        import dpconvex.budget as module
+        import dpconvex.budget.values as module
 
         module.time.time = lambda: value
         try:

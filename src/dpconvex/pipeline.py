@@ -21,6 +21,7 @@ anything is fitted or charged.
 
 from __future__ import annotations
 
+import inspect
 from contextlib import contextmanager
 from dataclasses import dataclass
 from numbers import Real
@@ -393,31 +394,34 @@ def _n_columns(X) -> int:
         raise ValueError("X must be a 2-D table (rows x columns)") from None
 
 
-def make_private_pipeline(
-    *steps,
-    epsilon=None,
-    delta=None,
-    budget=None,
-    public=None,
-    accounting="pld",
-    memory=None,
-    verbose=False,
-) -> PrivatePipeline:
+def make_private_pipeline(*steps, **settings) -> PrivatePipeline:
     """A :class:`PrivatePipeline` whose steps are named after their classes (as
     :func:`sklearn.pipeline.make_pipeline` names them; ``Public(StandardScaler())`` is
-    "public_standardscaler")."""
+    "public_standardscaler").
+
+    ``settings`` are the keyword arguments of :class:`PrivatePipeline`, with its defaults
+    (the signature shown is the pipeline's own: one definition of them).
+    """
+    unknown = [name for name in settings if name not in _SETTINGS]
+    if unknown:
+        raise TypeError(
+            f"make_private_pipeline() got an unexpected keyword argument {unknown[0]!r}"
+        )
     named = [
         (f"public_{type(step.transformer).__name__.lower()}" if name.startswith("public")
          and isinstance(step, Public) else name, step)
         for name, step in _name_estimators(steps)
     ]  # fmt: skip
-    return PrivatePipeline(
-        named,
-        epsilon=epsilon,
-        delta=delta,
-        budget=budget,
-        public=public,
-        accounting=accounting,
-        memory=memory,
-        verbose=verbose,
-    )
+    return PrivatePipeline(named, **settings)
+
+
+def _settings() -> list[inspect.Parameter]:
+    """The keyword arguments of PrivatePipeline after ``steps``: make_private_pipeline's."""
+    return list(inspect.signature(PrivatePipeline).parameters.values())[1:]
+
+
+_SETTINGS = frozenset(parameter.name for parameter in _settings())
+make_private_pipeline.__signature__ = inspect.Signature(
+    [inspect.Parameter("steps", inspect.Parameter.VAR_POSITIONAL), *_settings()],
+    return_annotation=PrivatePipeline,
+)

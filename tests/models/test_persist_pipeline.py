@@ -17,14 +17,9 @@ from dpconvex import (
     save_model,
 )
 
-SCHEMA = {
-    "columns": [
-        {"name": "age", "type": "numeric", "bounds": [18, 90]},
-        {"name": "city", "type": "categorical", "categories": ["Paris", "Lyon"]},
-        {"name": "income", "type": "numeric", "bounds": [0, None],
-         "search_range": [0, 1e7], "log": "log1p"},
-    ]
-}  # fmt: skip
+from ..table_schemas import cities_schema
+
+SCHEMA = cities_schema()
 
 
 def _table(n: int, seed: int = 0):

@@ -16,13 +16,13 @@ from sklearn.preprocessing import Normalizer, StandardScaler
 from dpconvex import DPLogisticRegression, PrivateRandomSearch
 from dpconvex.accounting import DEFAULT_RDP_ORDERS, PrivacyAccountant, pld_grid
 from dpconvex.models import session
+from dpconvex.models.row_fingerprints import row_keys
 from dpconvex.models.session import (
     RepeatedFitWarning,
     UnpricedStepWarning,
     observe,
     priced_by_caller,
     reset_session,
-    row_keys,
     session_spent,
 )
 from dpconvex.pipeline import Public

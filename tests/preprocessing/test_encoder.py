@@ -16,6 +16,8 @@ from dpconvex.models.session import reset_session
 from dpconvex.preprocessing import TableEncoder, ThinBoundsWarning, quantile_event
 from dpconvex.preprocessing import encoder as encoder_module
 
+from ..table_schemas import age_estimated, job, pay_estimated
+
 # small test tables: the default quantiles are thin there, which is what the warning says
 pytestmark = pytest.mark.filterwarnings("ignore::dpconvex.preprocessing.ThinBoundsWarning")
 
@@ -29,25 +31,7 @@ DECLARED = {
     ],
     "missing_values": ["?"],
 }
-ESTIMATED = {
-    "columns": [
-        {"name": "age", "type": "numeric", "bounds": [None, None], "search_range": [0, 200]},
-        {
-            "name": "pay",
-            "type": "numeric",
-            "bounds": [0, None],
-            "search_range": [0, 1e9],
-            "log": "log1p",
-        },
-        {
-            "name": "job",
-            "type": "categorical",
-            "categories": ["a", "b"],
-            "other": False,
-            "missing": "refuse",
-        },
-    ]
-}
+ESTIMATED = {"columns": [age_estimated(), pay_estimated(), job(other=False, missing="refuse")]}
 
 
 def table(n=400, seed=0):

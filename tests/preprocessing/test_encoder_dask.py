@@ -22,22 +22,14 @@ from dpconvex.preprocessing import TableEncoder  # noqa: E402
 from dpconvex.preprocessing import encoder as encoder_module  # noqa: E402
 from dpconvex.scale.data import frame_target, read_frame, split_frame  # noqa: E402
 
+from ..table_schemas import age_estimated, job, pay_estimated  # noqa: E402
+
 SECRET = "Zq9-secret"
 SCHEMA = {
-    "columns": [
-        {"name": "age", "type": "numeric", "bounds": [None, None], "search_range": [0, 200]},
-        {
-            "name": "pay",
-            "type": "numeric",
-            "bounds": [0, None],
-            "search_range": [0, 1e9],
-            "log": "log1p",
-        },
-        {"name": "job", "type": "categorical", "categories": ["a", "b"]},
-        {"name": "hours", "type": "numeric", "bounds": [0, 99]},
-    ],
+    "columns": [age_estimated(), pay_estimated(), job(),
+                {"name": "hours", "type": "numeric", "bounds": [0, 99]}],
     "missing_values": ["", "?"],
-}
+}  # fmt: skip
 
 
 @pytest.fixture(autouse=True)

@@ -28,17 +28,12 @@ from dpconvex.preprocessing import encoder as encoder_module
 from dpconvex.preprocessing.defaults import default_quantiles
 from dpconvex.tuning import search as search_module
 
+from ..table_schemas import jobs_schema
+
 # small test tables: the default quantiles are thin there, which is what the warning says
 pytestmark = pytest.mark.filterwarnings("ignore::dpconvex.preprocessing.ThinBoundsWarning")
 
-SCHEMA = {
-    "columns": [
-        {"name": "age", "type": "numeric", "bounds": [None, None], "search_range": [0, 200]},
-        {"name": "pay", "type": "numeric", "bounds": [0, None], "search_range": [0, 1e9],
-         "log": "log1p"},
-        {"name": "job", "type": "categorical", "categories": ["a", "b"]},
-    ]
-}  # fmt: skip
+SCHEMA = jobs_schema()
 LAMS = [20.0, 80.0]
 
 

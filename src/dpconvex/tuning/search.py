@@ -36,48 +36,21 @@ calibrated so that the whole search meets (epsilon, delta).
 
 from __future__ import annotations
 
-import itertools
-import math
-import numbers
-import sys
 import warnings
 
-import numpy as np
-from dp_accounting.dp_event import ComposedDpEvent, NoOpDpEvent, PoissonSampledDpEvent
 from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone
 from sklearn.utils.validation import check_is_fitted
 
-from .. import _validation as v
 from .._random import make_rng
-from ..accounting import (
-    MIN_EPSILON,
-    CalibrationError,
-    DiscreteGaussianDpEvent,
-    PrivacyAccountant,
-    RandomChoiceDpEvent,
-    calibrate,
-    tuned_event,
-)
-from ..discrete_noise import discrete_gaussian
+from ..accounting import PrivacyAccountant
 from ..models.charge import charge
-from ..models.clipping import ClippingWarning
-from ..models.labels import check_labels, declared_classes
-from ..models.session import priced_by_caller
-from ..plans import PLANS
-from .defaults import FALLBACK_STEPS, extrapolate, resolve_settings
+from .defaults import extrapolate
+from .inputs import SearchInputs
+from .pricing import SearchPricing
+from .run_fits import SearchRuns, draw_value, take_rows
 from .runs import sample_number_of_runs
-from .targets import (
-    Target,
-    check_model_step,
-    is_classifier_target,
-    is_pipeline,
-    model_of,
-    model_width,
-    target_of,
-)
+from .targets import is_pipeline, model_of, model_width
 
-#: hyperparameters of dpconvex estimators that do not change their privacy cost
-PRIVACY_FREE_PARAMS = frozenset({"solver", "max_iter", "learning_rate", "optimizer"})
 #: the one message of a search that selects nothing (repeat-and-select's output "bottom")
 NOTHING_SELECTED = (
     "the search selected nothing: the random number of runs was 0 (probability exp(-mu) "
@@ -91,24 +64,9 @@ class NothingSelectedError(RuntimeError):
     model. The budget is spent (this outcome is part of the priced mechanism)."""
 
 
-def _is_distribution(value) -> bool:
-    return hasattr(value, "rvs")
-
-
-def _draw(name: str, value, rng: np.random.Generator):
-    """One draw of hyperparameter ``name``: uniform from a list, or ``value.rvs()``."""
-    if isinstance(value, list | tuple):  # non-empty: checked by _check_free_values
-        return value[int(rng.integers(len(value)))]
-    try:
-        draw = value.rvs(random_state=rng)
-    except Exception as exc:  # noqa: BLE001 - the caller's distribution, named
-        raise ValueError(
-            f"drawing {name!r} from its distribution failed ({type(exc).__name__}: {exc})"
-        ) from None
-    return draw.item() if isinstance(draw, np.generic) else draw
-
-
-class PrivateRandomSearch(MetaEstimatorMixin, BaseEstimator):
+class PrivateRandomSearch(
+    SearchPricing, SearchRuns, SearchInputs, MetaEstimatorMixin, BaseEstimator
+):
     """(epsilon, delta)-DP hyperparameter search whose budget includes the tuning.
 
     Two strategies. ``"subsample"`` (Koskela & Kulkarni, NeurIPS 2023, "Practical
@@ -274,310 +232,6 @@ class PrivateRandomSearch(MetaEstimatorMixin, BaseEstimator):
         self.n_jobs = n_jobs
         self.verbose = verbose
 
-    # -- privacy plan ------------------------------------------------------------
-    def _relevant_choices(self) -> dict:
-        space = dict(self.param_distributions)
-        target = self._tuned_target()
-        bad = target.reserved() & set(space)
-        if bad:
-            raise ValueError(
-                f"{sorted(bad)} are set by the search itself (it calibrates each run's budget "
-                "and splits it between the private steps); remove them"
-            )
-        valid = set(self._tuned().get_params())
-        unknown = set(space) - valid
-        if unknown:
-            raise ValueError(f"{sorted(unknown)} are not parameters of the estimator")
-        if target.pipeline:
-            steps = {name for name, _ in self._tuned().steps}
-            whole = sorted(steps & set(space))
-            if whole:
-                raise ValueError(
-                    f"{whole} would replace whole steps of the pipeline, whose budget shares "
-                    "the search reads from the steps given; search their settings instead "
-                    "(e.g. 'step__lam')"
-                )
-        method = target.model_param("method")
-        if isinstance(space.get(method), list | tuple) and "auto" in space[method]:
-            raise ValueError(
-                f'{method!r} lists "auto": list the concrete methods to compare (the '
-                'estimator\'s own method="auto" is resolved once from the public sizes)'
-            )
-        relevant = {}
-        for name, value in space.items():
-            if target.free_name(name, PRIVACY_FREE_PARAMS):
-                continue
-            if not isinstance(value, list | tuple) or not value:
-                raise ValueError(
-                    f"{name!r} changes the privacy cost of a run: give it as a finite list of "
-                    "values, not a distribution"
-                )
-            relevant[name] = list(value)
-        return relevant
-
-    def _score_event(self, score_noise: float | None = None):
-        """The validation score's event; ``score_noise`` overrides the setting (inf: free)."""
-        noise = self._cfg["score_noise"] if score_noise is None else score_noise
-        if self.scoring == "public" or noise == math.inf:
-            return NoOpDpEvent()
-        # the count of correct predictions is an integer with sensitivity 1: exact
-        # discrete Gaussian noise (CKS 2020) has no floating-point leak (Mironov 2012)
-        # and the same RDP as the continuous Gaussian (CKS 2020, Prop. 5)
-        return DiscreteGaussianDpEvent(v.positive("score_noise", noise), 1.0, 1)
-
-    def _runs(self, run_epsilon: float, rows: int, tuning: bool) -> list:
-        """One configured estimator per combination of the priced hyperparameters.
-
-        ``rows`` is the public number of rows the run is calibrated for. A tuning run on
-        the secret subsample keeps DP-SGD's sampling rate (its ``batch_size`` scaled by
-        rows / n), so that it takes the steps of the final run with the same noise.
-        """
-        relevant = self._relevant_choices()
-        names = sorted(relevant)
-        target = self._tuned_target()
-        out = []
-        for values in itertools.product(*(relevant[k] for k in names)):
-            est = clone(self._tuned()).set_params(**dict(zip(names, values, strict=True)))
-            est = target.configure(est, run_epsilon, self.delta)
-            out.append(self._shaped(est, rows, tuning))
-        return out
-
-    def _tuned(self):
-        """The estimator the runs clone: ``estimator``, its method="auto" resolved."""
-        return getattr(self, "_base", None) or self.estimator
-
-    def _tuned_target(self) -> Target:
-        """How a run's budget is split between the private steps (see ``targets``)."""
-        target = getattr(self, "_target", None)
-        if target is None:
-            if is_pipeline(self.estimator):
-                raise RuntimeError("the search's target is set when it is configured")
-            target = target_of(self.estimator, 1, 1)
-        return target
-
-    def _shaped(self, est, rows: int, tuning: bool):
-        """``est`` calibrated for ``rows`` public rows; on the subsample, its batch scaled."""
-        if tuning and self._cfg["strategy"] == "subsample":
-            return self._tuned_target().shaped_for_subsample(est, rows, self._cfg["n"])
-        return est
-
-    def _run_event(self, run_epsilon: float, score_noise: float | None = None):
-        """Event of one tuning run at per-run budget ``run_epsilon``: training plus scoring."""
-        cfg = self._cfg
-        events = [
-            ComposedDpEvent(
-                [est.privacy_event(cfg["tune_rows"], cfg["d"]), self._score_event(score_noise)]
-            )
-            for est in self._runs(run_epsilon, cfg["tune_rows"], tuning=True)
-        ]
-        return events[0] if len(events) == 1 else RandomChoiceDpEvent(events)
-
-    def _final_event(self, run_epsilon: float):
-        """Event of the final run on all rows (subsample strategy): any reachable setting."""
-        cfg = self._cfg
-        events = [
-            est.privacy_event(cfg["n"], cfg["d"])
-            for est in self._runs(run_epsilon, cfg["n"], tuning=False)
-        ]
-        return events[0] if len(events) == 1 else RandomChoiceDpEvent(events)
-
-    def _search_event(self, run_epsilon: float, score_noise: float | None = None):
-        """The whole search's event.
-
-        repeat: Papernot-Steinke repeat-and-select over the tuning runs. subsample
-        (Koskela & Kulkarni 2023, NeurIPS, "Practical differentially private
-        hyperparameter tuning with subsampling", their variant that trains the final
-        model on all rows): the same selection run on a secret Poisson subsample of rate
-        q (:class:`PoissonSampledDpEvent`, amplified by Zhu & Wang 2019, Thm 6), composed
-        with one final run on all rows at the same per-run budget.
-        """
-        cfg = self._cfg
-        tuned = tuned_event(self._run_event(run_epsilon, score_noise), cfg["mu"], cfg["shape"])
-        if cfg["strategy"] == "repeat":
-            return tuned
-        return ComposedDpEvent(
-            [PoissonSampledDpEvent(cfg["q"], tuned), self._final_event(run_epsilon)]
-        )
-
-    def _total_epsilon(self, run_epsilon: float, score_noise=None) -> float:
-        try:
-            event = self._search_event(run_epsilon, score_noise)
-        except CalibrationError:  # some candidate cannot be calibrated to run_epsilon
-            return math.inf
-        return PrivacyAccountant("rdp").compose(event).get_epsilon(self.delta)
-
-    def _infeasible(self) -> CalibrationError:
-        """The error for a search no per-run budget fits: what binds, and what would work.
-
-        As the per-run budget goes to 0 the search still costs the score noise and the
-        repeat-and-select overhead (Papernot-Steinke Thm 6: mu delta_hat + log(mu) /
-        (lambda - 1)); that floor is the smallest epsilon these settings can meet.
-        """
-        cfg = self._cfg
-        floor = self._total_epsilon(self._min_run())
-        if not math.isfinite(floor):
-            return CalibrationError(
-                f"no per-run budget lets this search meet epsilon={self.epsilon}: some "
-                "candidate cannot be calibrated even with the whole budget; drop candidates "
-                "that need a large per-run epsilon (a lam close to the loss's curvature)"
-            )
-        message = (
-            f"no per-run budget lets this search meet epsilon={self.epsilon}: with these "
-            f"settings the smallest epsilon it can meet is {floor:.3g} (what the score "
-            f"noise and the {cfg['mu']:g} runs on average cost even when each run spends "
-            "almost nothing)"
-        )
-        if self.scoring == "noisy_validation":
-            free_score = self._total_epsilon(self._min_run(), math.inf)
-            noise = cfg["score_noise"]
-            if free_score < self.epsilon:
-                try:
-                    needed = calibrate(
-                        lambda s: self._total_epsilon(self._min_run(), s),
-                        self.epsilon, noise, 2 * noise, decreasing=True, rtol=1e-2,
-                    )  # fmt: skip
-                    message += (
-                        f"; the validation-score noise binds: score_noise={noise:g} "
-                        f"is too small, score_noise >= {needed:.3g} makes it feasible (or pass "
-                        'public validation data with scoring="public")'
-                    )
-                except CalibrationError:
-                    pass
-            else:
-                message += (
-                    f"; the number of runs binds (a free score still costs {free_score:.3g}): "
-                    "lower mu, or use a truncated negative binomial (shape=1) with a mean "
-                    "close to 1, or raise epsilon"
-                )
-        return CalibrationError(message)
-
-    def _min_run(self) -> float:
-        """Smallest per-run epsilon that gives every step with a share MIN_EPSILON."""
-        return max(MIN_EPSILON, self._tuned_target().min_run_epsilon)
-
-    def _calibrate_run_epsilon(self) -> float:
-        """Largest per-run epsilon whose search meets the total budget.
-
-        The total is +inf below some per-run epsilon (candidates that cannot be
-        calibrated, e.g. lam with -log(1 - beta/lam) above it) and increasing above.
-        From a first guess (epsilon / 4 for repeat-and-select: a search of mean 10
-        runs costs about 4-7 times its runs' epsilon; epsilon / 2 on a subsample), halve
-        until the search meets the budget or double until it does not, then refine
-        between the two by Brent's method on log(total epsilon), nearly linear in
-        log(run epsilon): five to eight pricings of the search in all.
-        """
-        total = self._total_epsilon
-        run = self.epsilon / (4.0 if self._cfg["strategy"] == "repeat" else 2.0)
-        if total(run) <= self.epsilon:
-            good, bad = run, None
-            while bad is None:
-                nxt = min(2.0 * good, self.epsilon)
-                if nxt == good:
-                    return good  # even the whole budget per run is within the total
-                if total(nxt) <= self.epsilon:
-                    good = nxt
-                else:
-                    bad = nxt
-        else:
-            bad, good = run, None
-            while good is None:
-                run = bad / 2.0
-                if run < self._min_run():
-                    raise self._infeasible()
-                if total(run) <= self.epsilon:
-                    good = run
-                else:
-                    bad = run
-        return calibrate(
-            total, self.epsilon, good, bad, decreasing=False, floor=good, ceiling=bad, rtol=1e-3
-        )
-
-    def _calibrate_with_fallback(self) -> float:
-        """The per-run budget; default settings that cannot meet epsilon are relaxed.
-
-        When the preferred defaults cannot meet the budget, the mean number of runs
-        (if not given) is halved, down to 1, and the score noise (if not given) doubled,
-        up to ``FALLBACK_STEPS`` times: fewer, better-scored runs cost less. With one run
-        on average the search costs about what one run costs, so every epsilon that
-        can pay for one run of the estimator is met by the defaults. The steps depend
-        on (epsilon, delta, n, the search space) only, never on the data.
-        """
-        try:
-            return self._calibrate_run_epsilon()
-        except CalibrationError as first:
-            if self.mu is not None and self.score_noise is not None:
-                raise
-            error = first
-        cfg = self._cfg
-        for _ in range(FALLBACK_STEPS):
-            if self.mu is None:
-                cfg["mu"] = max(1.0, cfg["mu"] / 2.0)
-            if self.score_noise is None:
-                cfg["score_noise"] *= 2.0
-            if self._total_epsilon(self._min_run()) > self.epsilon:
-                continue  # even runs that spend nothing cost too much
-            try:
-                return self._calibrate_run_epsilon()
-            except CalibrationError:
-                continue
-        raise error
-
-    # -- fit -----------------------------------------------------------------------
-    def _configure(self, n: int, d: int) -> dict:
-        """The settings of this search: the given ones, the rest by the default rules.
-
-        Also fixes what the runs clone: for a pipeline, the split of a run's budget
-        between its private steps (:mod:`dpconvex.tuning.targets`); for a model with
-        method="auto", the concrete method (see :meth:`_resolve_method`).
-        """
-        self._base = self._method = None
-        self._target = target_of(self.estimator, n, d)
-        relevant = self._relevant_choices()
-        method = self._target.model_param("method")
-        methods = [self.estimator.get_params().get(method)]
-        if method in relevant:
-            methods = relevant[method]
-        size_free = all(getattr(PLANS.get(m), "size_free", False) for m in methods)
-        size_free = size_free and all(
-            self._step_size_free(prefix) for prefix in self._target.prefixes[:-1]
-        )
-        cfg = resolve_settings(
-            strategy=self.strategy,
-            subsample=self.subsample,
-            mu=self.mu,
-            shape=self.shape,
-            default_share=self.default_share,
-            score_noise=self.score_noise,
-            validation_fraction=self.validation_fraction,
-            scoring=self.scoring,
-            epsilon=float(self.epsilon),
-            n=n,
-            size_free=size_free,
-        )
-        cfg.update(n=n, d=d)
-        self._cfg = cfg
-        frac = cfg["validation_fraction"] if self.scoring == "noisy_validation" else 0.0
-        if cfg["strategy"] == "repeat":
-            n_val = max(1, int(round(frac * n))) if frac else 0
-            cfg.update(tune_rows=n - n_val, val_rows=n_val)
-        else:  # expected (public) sizes of the secret subsample's parts
-            cfg.update(
-                tune_rows=max(1, int(round(cfg["q"] * (1 - frac) * n))),
-                val_rows=cfg["q"] * frac * n,
-            )
-        if self.run_epsilon is None:
-            self._resolve_method(v.positive("epsilon", self.epsilon))
-        else:
-            self._resolve_method(v.positive("run_epsilon", self.run_epsilon))
-        return cfg
-
-    def _step_size_free(self, prefix: str) -> bool:
-        """Whether a pipeline step before the model prices the same whatever the number of
-        rows (the encoder's quantiles do: their guarantee does not involve n)."""
-        from ..preprocessing.encoder import TableEncoder
-
-        return isinstance(self.estimator.named_steps[prefix[:-2]], TableEncoder)
-
     def _resolve_method(self, run_epsilon: float) -> bool:
         """Fix a model's method="auto" to the method it picks for the released model's run.
 
@@ -604,105 +258,6 @@ class PrivateRandomSearch(MetaEstimatorMixin, BaseEstimator):
         self._method = (method, reason)  # reported as method_ once the search is fitted
         return model_of(previous).get_params().get("method") != method
 
-    def _checked_inputs(self, X, y, X_public, y_public):
-        """(X, y, declared classes or None), refused before anything is spent."""
-        v.positive("epsilon", self.epsilon)
-        v.probability_open("delta", self.delta)
-        if self.scoring not in ("noisy_validation", "public"):
-            raise ValueError(
-                f"scoring must be 'noisy_validation' or 'public', got {self.scoring!r}"
-            )
-        if not hasattr(self.estimator, "privacy_event"):
-            raise TypeError("estimator must be a dpconvex estimator (it needs privacy_event)")
-        check_model_step(self.estimator)
-        classifier = is_classifier_target(self.estimator)
-        if self.scoring == "noisy_validation" and not classifier:
-            raise ValueError(
-                'scoring="noisy_validation" needs a classifier; for regressors '
-                'pass public validation data with scoring="public"'
-            )
-        if self.scoring == "public" and (X_public is None or y_public is None):
-            raise ValueError('scoring="public" needs X_public and y_public')
-        if self.n_jobs is not None and (
-            isinstance(self.n_jobs, bool)
-            or not isinstance(self.n_jobs, numbers.Integral)
-            or self.n_jobs == 0
-        ):
-            raise ValueError(f"n_jobs must be a non-zero integer (or -1 for all cores), got "
-                             f"{self.n_jobs!r}")  # fmt: skip
-        if not (is_pipeline(self.estimator) and hasattr(X, "iloc")):  # a pipeline takes tables
-            X = np.asarray(X) if not hasattr(X, "tocsr") else X.tocsr()
-        y = np.asarray(y)
-        if X.ndim != 2 or y.ndim != 1 or X.shape[0] != y.shape[0]:
-            raise ValueError(
-                f"X must be 2-D and y 1-D with one label per row; got X {X.shape}, y {y.shape}"
-            )
-        classes = None
-        if classifier:  # the label set is the estimator's declared one, never y's
-            declared = model_of(self.estimator).get_params().get("classes")
-            classes = declared_classes(declared)
-            check_labels(y, classes, declared=declared is not None)
-        return X, y, classes
-
-    def _check_free_values(self) -> None:
-        """Every listed value of a free setting is one the estimator accepts.
-
-        Checked before the charge, so that no run can be refused for a listed setting
-        after it. (A value a distribution draws is only known after the charge: a run that
-        fails on it scores as a failed run; see :meth:`_one_run`.)
-        """
-        for name, space in self.param_distributions.items():
-            if _is_distribution(space):
-                continue
-            if not isinstance(space, list | tuple) or not space:
-                raise ValueError(
-                    f"each search space entry must be a non-empty list or a distribution "
-                    f"with .rvs(); {name!r} is {space!r}"
-                )
-            if self._tuned_target().free_name(name, PRIVACY_FREE_PARAMS):
-                for value in space:
-                    probe = clone(self.estimator).set_params(**{name: value})
-                    model_of(probe)._validate_params()
-
-    def _split(self, rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
-        """Indices of the tuning runs' training and validation rows.
-
-        repeat: a data-independent split of public sizes. subsample: a secret Poisson(q)
-        subsample (each row independently), split row by row; no size is released.
-        """
-        cfg = self._cfg
-        if cfg["strategy"] == "repeat":
-            order = rng.permutation(n)
-            return order[cfg["val_rows"] :], order[: cfg["val_rows"]]
-        noisy = self.scoring == "noisy_validation"
-        chosen = np.flatnonzero(rng.random(n) < cfg["q"])
-        to_val = rng.random(chosen.size) < (cfg["validation_fraction"] if noisy else 0.0)
-        return chosen[~to_val], chosen[to_val]
-
-    def _draw_plans(self, rng: np.random.Generator, k: int) -> list:
-        """Each run's (hyperparameters, random stream, score noise), drawn before any run.
-
-        Everything random is drawn here, in the order a sequential search draws it, so
-        that the runs can go to any number of workers and give the same result. With
-        probability default_share a run keeps the estimator's own settings for the free
-        hyperparameters (one data-independent mixture, so the runs stay i.i.d. as the
-        selection theorems require); priced ones are always drawn from their lists.
-        """
-        noisy = self.scoring == "noisy_validation"
-        free = set(self.param_distributions) - set(self._relevant_choices())
-        own = self._tuned().get_params()
-        plans = []
-        for _ in range(k):
-            drawn = {
-                name: _draw(name, space, rng) for name, space in self.param_distributions.items()
-            }
-            keep = rng.random() < self._cfg["default_share"]
-            params = {name: own[name] if keep and name in free else drawn[name] for name in drawn}
-            stream = rng.spawn(1)[0]
-            noise = 0 if not noisy else int(discrete_gaussian(self._cfg["score_noise"], rng=rng))
-            plans.append((params, stream, noise))
-        return plans
-
     def fit(self, X, y, X_public=None, y_public=None):
         """Run the search on (X, y); ``X_public``, ``y_public`` only with scoring="public".
 
@@ -721,10 +276,50 @@ class PrivateRandomSearch(MetaEstimatorMixin, BaseEstimator):
         self._check_free_values()
         rng = make_rng(self.random_state)
         train, val = self._split(rng, n)
-        X_train, y_train = _take(X, train), y[train]
+        X_train, y_train = take_rows(X, train), y[train]
         noisy = self.scoring == "noisy_validation"
-        validation = (_take(X, val), y[val]) if noisy else (X_public, y_public)
+        validation = (take_rows(X, val), y[val]) if noisy else (X_public, y_public)
         run_epsilon = self._run_budget()
+        event, spent = self._priced_search(run_epsilon)
+        # the data owner hears once how much the declared bounds clip on the rows the
+        # released model is trained on; the runs themselves say nothing (a count on the
+        # secret subsample would reveal its size, and one warning per run the runs' number)
+        subsample = cfg["strategy"] == "subsample"
+        released_rows = (X, y) if subsample else (X_train, y_train)
+        if not is_pipeline(self.estimator):  # a pipeline's model sees rows only once fitted
+            self.estimator._warn_if_clipped(*released_rows)
+        # the number of runs and every run's settings are drawn before the charge (they do
+        # not depend on the data), so that a distribution that cannot be drawn from is
+        # refused before anything is spent
+        k = sample_number_of_runs(rng, cfg["mu"], cfg["shape"])
+        plans = self._draw_plans(rng, k)
+        final_stream = rng.spawn(1)[0]
+        self._charge_search(event, X)
+        if k == 0 and not subsample:
+            raise NothingSelectedError(NOTHING_SELECTED)
+        priced, free = self._priced_and_free()
+        final_args = (run_epsilon, final_stream, X, y)
+        speculate = final_args if subsample and not priced else None
+        best, speculated = self._best_run(
+            plans, run_epsilon, X_train, y_train, validation, k, speculate
+        )
+        if best[2] is None and not subsample:
+            raise NothingSelectedError(NOTHING_SELECTED)
+        self.best_score_, self.best_params_, self.best_estimator_ = best
+        if subsample:
+            self._release_final_model(best[2] is None, priced, free, rng, final_args, speculated)
+        # the noise stream is not released: a spawned stream's key counts the streams
+        # drawn before it, and so reveals the number of runs (and a seed the noise)
+        self._tuned_target().unseeded(self.best_estimator_)
+        if is_pipeline(self.estimator):
+            self._warn_if_pipeline_clips(*released_rows)
+        self._record_fit(run_epsilon, event, spent, priced, free)
+        if classes is not None:
+            self.classes_ = classes
+        return self
+
+    def _priced_search(self, run_epsilon: float) -> tuple:
+        """(the whole search's event, its epsilon by the RDP accountant), within epsilon."""
         event = self._search_event(run_epsilon)
         spent = PrivacyAccountant("rdp").compose(event).get_epsilon(self.delta)
         if spent > self.epsilon * (1 + 1e-9):
@@ -732,18 +327,10 @@ class PrivateRandomSearch(MetaEstimatorMixin, BaseEstimator):
                 f"run_epsilon={run_epsilon} makes the search spend epsilon={spent:.6g} > "
                 f"{self.epsilon}"
             )
-        # the data owner hears once how much the declared bounds clip on the rows the
-        # released model is trained on; the runs themselves say nothing (a count on the
-        # secret subsample would reveal its size, and one warning per run the runs' number)
-        subsample = cfg["strategy"] == "subsample"
-        if not is_pipeline(self.estimator):  # a pipeline's model sees rows only once fitted
-            self.estimator._warn_if_clipped(*((X, y) if subsample else (X_train, y_train)))
-        # the number of runs and every run's settings are drawn before the charge (they do
-        # not depend on the data), so that a distribution that cannot be drawn from is
-        # refused before anything is spent
-        k = sample_number_of_runs(rng, cfg["mu"], cfg["shape"])
-        plans = self._draw_plans(rng, k)
-        final_stream = rng.spawn(1)[0]
+        return event, spent
+
+    def _charge_search(self, event, X) -> None:
+        """Charge the whole search's event once, before any run reads the rows."""
         charge(
             self.budget,
             event,
@@ -752,18 +339,27 @@ class PrivateRandomSearch(MetaEstimatorMixin, BaseEstimator):
             rows=X,  # the session records the search once; its runs are priced inside it
             delta=self.delta,
         )
-        if k == 0 and not subsample:
-            raise NothingSelectedError(NOTHING_SELECTED)
-        # with workers to spare, the final run with the estimator's own settings (the
-        # most likely choice) is fitted beside the tuning runs, and kept only if chosen:
-        # the same fit, with the same stream, that would follow them (only the time changes)
+
+    def _priced_and_free(self) -> tuple[list, list]:
+        """The searched hyperparameters that change the mechanism, and the free ones."""
         priced = sorted(self._relevant_choices())
-        free = sorted(set(self.param_distributions) - set(priced))
-        own = self._tuned().get_params()
+        return priced, sorted(set(self.param_distributions) - set(priced))
+
+    def _best_run(self, plans, run_epsilon, X_train, y_train, validation, k, final_args):
+        """(score, params, estimator) of the best run, and the speculative final model.
+
+        With workers to spare and ``final_args`` given (a subsample search with no priced
+        setting), the final run with the estimator's own settings (the most likely choice)
+        is fitted beside the tuning runs, and kept only if chosen: the same fit, with the
+        same stream, that would follow them (only the time changes). The speculative model
+        is returned with the settings it was fitted with, or None.
+        """
         speculate = None
-        if subsample and not priced:
-            guess = extrapolate({name: own[name] for name in free}, self._tuned(), cfg)
-            speculate = (guess, run_epsilon, final_stream, X, y)
+        if final_args is not None:
+            own = self._tuned().get_params()
+            free = self._priced_and_free()[1]
+            guess = extrapolate({name: own[name] for name in free}, self._tuned(), self._cfg)
+            speculate = (guess, *final_args)
         runs, speculated = self._run_all(
             plans, run_epsilon, X_train, y_train, validation, k, speculate
         )
@@ -771,31 +367,31 @@ class PrivateRandomSearch(MetaEstimatorMixin, BaseEstimator):
         for score, params, est in runs:  # the first best run wins, as in a sequential scan
             if est is not None and (best[2] is None or score > best[0]):
                 best = (score, params, est)
-        if best[2] is None and not subsample:
-            raise NothingSelectedError(NOTHING_SELECTED)
-        self.best_score_, self.best_params_, self.best_estimator_ = best
-        if subsample:
-            # the final model: once, on all rows, with the chosen settings carried over;
-            # when nothing was selected (K = 0, or no run produced a model) its priced
-            # settings are a fresh draw from their lists and its free ones the estimator's
-            # own, a data-independent choice among the settings the final event prices
-            if best[2] is None:
-                self.best_params_ = {name: _draw(name, self.param_distributions[name], rng)
-                                     for name in priced}  # fmt: skip
-                self.best_params_.update({name: own[name] for name in free})
-            self.tuned_params_ = dict(self.best_params_)
-            self.best_params_ = extrapolate(self.tuned_params_, self._tuned(), cfg)
-            if speculated is not None and speculate[0] == self.best_params_:
-                self.best_estimator_ = speculated
-            else:
-                self.best_estimator_ = self._final_fit(
-                    self.best_params_, run_epsilon, final_stream, X, y
-                )
-        # the noise stream is not released: a spawned stream's key counts the streams
-        # drawn before it, and so reveals the number of runs (and a seed the noise)
-        self._tuned_target().unseeded(self.best_estimator_)
-        if is_pipeline(self.estimator):
-            self._warn_if_pipeline_clips(*((X, y) if subsample else (X_train, y_train)))
+        return best, None if speculated is None else (speculate[0], speculated)
+
+    def _release_final_model(self, nothing, priced, free, rng, final_args, speculated) -> None:
+        """The subsample strategy's released model: once, on all rows, with the chosen
+        settings carried over.
+
+        When nothing was selected (K = 0, or no run produced a model) its priced settings
+        are a fresh draw from their lists and its free ones the estimator's own, a
+        data-independent choice among the settings the final event prices.
+        """
+        if nothing:
+            own = self._tuned().get_params()
+            self.best_params_ = {name: draw_value(name, self.param_distributions[name], rng)
+                                 for name in priced}  # fmt: skip
+            self.best_params_.update({name: own[name] for name in free})
+        self.tuned_params_ = dict(self.best_params_)
+        self.best_params_ = extrapolate(self.tuned_params_, self._tuned(), self._cfg)
+        if speculated is not None and speculated[0] == self.best_params_:
+            self.best_estimator_ = speculated[1]
+        else:
+            self.best_estimator_ = self._final_fit(self.best_params_, *final_args)
+
+    def _record_fit(self, run_epsilon, event, spent, priced, free) -> None:
+        """The fitted attributes that describe the search (not the released model)."""
+        cfg = self._cfg
         self.priced_params_, self.free_params_ = priced, free
         self.strategy_ = cfg["strategy"]
         self.settings_ = {
@@ -823,27 +419,6 @@ class PrivateRandomSearch(MetaEstimatorMixin, BaseEstimator):
         self.dp_event_ = event
         self.epsilon_ = float(spent)
         self.delta_ = float(self.delta)
-        if classes is not None:
-            self.classes_ = classes
-        return self
-
-    def _run_budget(self) -> float:
-        """The per-run epsilon: given, or calibrated so that the search meets epsilon.
-
-        With method="auto" the method is resolved again at the calibrated budget; if the
-        pick changes, the budget is calibrated afresh for the new method (from the same
-        default settings), and that method is kept.
-        """
-        if self.run_epsilon is not None:
-            return v.positive("run_epsilon", self.run_epsilon)
-        self._say("calibrating the per-run budget to the total epsilon ...")
-        settings = dict(self._cfg)
-        run_epsilon = self._calibrate_with_fallback()
-        if self._resolve_method(run_epsilon):
-            self._cfg.clear()
-            self._cfg.update(settings)
-            run_epsilon = self._calibrate_with_fallback()
-        return run_epsilon
 
     def _warn_if_pipeline_clips(self, X, y) -> None:
         """The one clipping report of a pipeline: its model's row bound on the rows the
@@ -856,99 +431,6 @@ class PrivateRandomSearch(MetaEstimatorMixin, BaseEstimator):
             warnings.simplefilter("ignore")  # the transform's own remarks: not the report
             rows = released[:-1].transform(X) if len(released.steps) > 1 else X
         model._warn_if_clipped(rows, y)
-
-    def _one_run(self, plan, run_epsilon, X_train, y_train, validation):
-        """Fit one run and score it: (score, params, fitted estimator).
-
-        A run that fails, whatever the reason, returns (-inf, params, None): it loses to
-        every run that produced a model, and its error is neither raised nor kept, so one
-        run cannot stop the search or say anything about the runs that were not selected.
-        The runs' ``ClippingWarning``s are dropped (the search warns once, see ``fit``).
-        BLAS runs on one thread, as in joblib's workers: the order of a product's
-        additions then does not depend on n_jobs, and neither do the last bits of the fit.
-        """
-        from threadpoolctl import threadpool_limits
-
-        params, stream, noise = plan
-        target = self._tuned_target()
-        try:
-            est = clone(self._tuned()).set_params(**params)
-            est = target.configure(est, run_epsilon, self.delta)
-            # no ledger of its own: the search's event was charged once, before any run
-            est = target.seeded(est, stream)
-            est = self._shaped(est, self._cfg["tune_rows"], tuning=True)
-            X_val, y_val = validation
-            with (
-                threadpool_limits(limits=1, user_api="blas"),
-                warnings.catch_warnings(),
-                priced_by_caller(),  # in any worker: the search's event prices this run
-            ):
-                # a run says nothing: a warning per run would count the runs, and one
-                # computed on the secret subsample (clipping, thin bounds) its size
-                warnings.simplefilter("ignore")
-                est.fit(X_train, y_train)
-                if self.scoring == "public":
-                    return float(est.score(X_val, y_val)), params, est
-                correct = int(np.sum(est.predict(X_val) == y_val)) if len(y_val) else 0
-        except Exception:  # noqa: BLE001 - any failure is a failed run, never an abort
-            return -math.inf, params, None
-        # divided by the public (expected) validation size: the actual size of a secret
-        # subsample's validation part is not released
-        return (correct + noise) / max(self._cfg["val_rows"], 1.0), params, est
-
-    def _final_fit(self, params, run_epsilon, stream, X, y):
-        """The final model on all rows (subsample strategy), on one BLAS thread."""
-        from threadpoolctl import threadpool_limits
-
-        target = self._tuned_target()
-        final = target.configure(clone(self._tuned()).set_params(**params), run_epsilon, self.delta)
-        final = target.seeded(final, stream)  # the search's event was charged before any run
-        with (
-            threadpool_limits(limits=1, user_api="blas"),
-            warnings.catch_warnings(),
-            priced_by_caller(),  # the search's event prices the final run
-        ):
-            warnings.simplefilter("ignore", ClippingWarning)  # the search warned once
-            return final.fit(X, y)
-
-    def _run_all(self, plans, run_epsilon, X_train, y_train, validation, k, speculate=None):
-        """(the runs' (score, params, estimator), the speculative final model or None)."""
-        n_jobs = 1 if self.n_jobs is None else int(self.n_jobs)
-        if n_jobs == 1 or k == 0 or (k == 1 and speculate is None):
-            bar = self._progress(k)
-            out = []
-            for plan in plans:
-                out.append(self._one_run(plan, run_epsilon, X_train, y_train, validation))
-                bar.update(1)
-            bar.close()
-            return out, None
-        from joblib import Parallel, delayed
-
-        self._say(f"{k} runs on {n_jobs if n_jobs > 0 else 'all'} workers ...")
-        tasks = [
-            delayed(self._one_run)(plan, run_epsilon, X_train, y_train, validation)
-            for plan in plans
-        ]
-        if speculate is not None:  # first: the longest task starts at once
-            tasks.insert(0, delayed(self._final_fit)(*speculate))
-        out = Parallel(n_jobs=n_jobs)(tasks)
-        return (out[1:], out[0]) if speculate is not None else (out, None)
-
-    # -- progress (stderr only; never touches rng or results) --------------------
-    def _say(self, message: str) -> None:
-        if self.verbose:
-            print(f"PrivateRandomSearch: {message}", file=sys.stderr, flush=True)
-
-    def _progress(self, k: int):
-        from tqdm import tqdm
-
-        return tqdm(
-            total=k,
-            desc=f"PrivateRandomSearch: {k} runs",
-            unit="run",
-            file=sys.stderr,
-            disable=not self.verbose,
-        )
 
     # -- delegation ----------------------------------------------------------------
     def predict(self, X):
@@ -966,8 +448,3 @@ class PrivateRandomSearch(MetaEstimatorMixin, BaseEstimator):
     def score(self, X, y):
         check_is_fitted(self)
         return self.best_estimator_.score(X, y)
-
-
-def _take(X, rows: np.ndarray):
-    """Rows of a matrix or, for a pipeline, of a table (a pandas DataFrame by position)."""
-    return X.iloc[rows] if hasattr(X, "iloc") else X[rows]
