@@ -89,21 +89,22 @@ def solvers_table(quick: bool) -> None:
 
 
 def fallback(quick: bool) -> None:
+    import dpconvex.optim.accelerated as accelerated
     import dpconvex.optim.solvers as solvers
     from dpconvex import DPLogisticRegression
     from dpconvex.datasets import load_adult
 
     entered = []
-    original = solvers._accelerated
+    original = solvers.accelerated_phase
 
     def spy(obj, tau, theta, grad):
-        kappa = solvers.SMOOTHNESS_ALLOWANCE * obj.smoothness() / obj.lam
-        budget = solvers.accelerated_budget(kappa, float(np.linalg.norm(grad)), tau)
+        kappa = accelerated.SMOOTHNESS_ALLOWANCE * obj.smoothness() / obj.lam
+        budget = accelerated.accelerated_budget(kappa, float(np.linalg.norm(grad)), tau)
         out = original(obj, tau, theta, grad)
         entered.append((kappa, budget, out[2], out[1] <= tau))
         return out
 
-    solvers._accelerated = spy
+    solvers.accelerated_phase = spy
     X, _, y, _ = load_adult().split(0.2, seed=0)
     seeds = range(2 if quick else 5)
     print(f"Adult {X.shape} | OMP_NUM_THREADS={os.environ['OMP_NUM_THREADS']}")
@@ -139,6 +140,7 @@ def fallback(quick: bool) -> None:
 
 def floor(X, y) -> None:
     """The accelerated method's smallest ||grad|| (float64) against tau = 1e-12 n L."""
+    import dpconvex.optim.accelerated as accelerated
     import dpconvex.optim.solvers as solvers
     from dpconvex.mechanisms import add_intercept, transform_rows
 
@@ -152,8 +154,8 @@ def floor(X, y) -> None:
             design, labels, ClippedLoss(LogisticLoss(), math.sqrt(2)), lam, rng.normal(0, 10, 105)
         )
         grad = obj.gradient(np.zeros(105))
-        kappa = solvers.SMOOTHNESS_ALLOWANCE * obj.smoothness() / lam
-        budget = solvers.accelerated_budget(kappa, float(np.linalg.norm(grad)), tau)
+        kappa = accelerated.SMOOTHNESS_ALLOWANCE * obj.smoothness() / lam
+        budget = accelerated.accelerated_budget(kappa, float(np.linalg.norm(grad)), tau)
         best = math.inf  # the smallest norm seen over 3 x the budget
         m = (math.sqrt(kappa) - 1) / (math.sqrt(kappa) + 1)
         L = kappa * lam

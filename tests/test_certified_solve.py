@@ -12,6 +12,7 @@ import sys
 import numpy as np
 import pytest
 
+import dpconvex.optim.accelerated as accelerated
 import dpconvex.optim.solvers as solvers
 from dpconvex.losses import (
     ClippedLoss,
@@ -32,7 +33,7 @@ def _rows(rng, n, d, norm=1.0):
 def _nesterov_steps(obj, theta, tau, limit):
     """Independent run of the scheme of accelerated_budget's docstring: the first k with
     ||grad F(y_k)|| <= tau, the values F(x_k) and the norms ||grad F(y_k)|| (k >= 1)."""
-    L, mu = solvers.SMOOTHNESS_ALLOWANCE * obj.smoothness(), obj.lam
+    L, mu = accelerated.SMOOTHNESS_ALLOWANCE * obj.smoothness(), obj.lam
     m = (math.sqrt(L / mu) - 1) / (math.sqrt(L / mu) + 1)
     x = y = theta
     values, norms = [obj.value(x)], []
@@ -61,12 +62,12 @@ def test_budget_covers_the_iterations_nesterov_needs_and_the_cited_rate_holds(lo
     obj = PerturbedGLMObjective(X, y, loss, 0.5, rng.normal(size=4))
     optimum = solve(PerturbedGLMObjective(X, y, loss, 0.5, obj.b), 1e-12).theta
     f_star = obj.value(optimum)
-    kappa = solvers.SMOOTHNESS_ALLOWANCE * obj.smoothness() / obj.lam
+    kappa = accelerated.SMOOTHNESS_ALLOWANCE * obj.smoothness() / obj.lam
     starts = [np.zeros(4), optimum + np.linalg.eigh(X.T @ X)[1][:, 0]]
     for start in starts:
         g0 = float(np.linalg.norm(obj.gradient(start)))
         for tau in (1e-2 * g0, 1e-6 * g0):
-            budget = solvers.accelerated_budget(kappa, g0, tau)
+            budget = accelerated.accelerated_budget(kappa, g0, tau)
             needed, values, norms = _nesterov_steps(obj, start, tau, budget)
             assert needed is not None and needed <= budget
             phi0 = values[0] - f_star + obj.lam / 2 * np.sum((start - optimum) ** 2)
@@ -77,19 +78,19 @@ def test_budget_covers_the_iterations_nesterov_needs_and_the_cited_rate_holds(lo
             k = np.arange(1, len(norms) + 1)
             assert np.all(norms <= 3 * math.sqrt(2) * kappa * rate ** ((k - 1) / 2) * g0)
             # and _accelerated itself stops at that same step
-            _, norm, steps = solvers._accelerated(obj, tau, start, obj.gradient(start))
+            _, norm, steps = accelerated.accelerated_phase(obj, tau, start, obj.gradient(start))
             assert norm <= tau and steps == needed
 
 
 def test_budget_formula_limits():
-    assert solvers.accelerated_budget(100.0, 1.0, 2.0) == 0  # already certified
-    assert solvers.accelerated_budget(1.0, 1.0, 1e-9) == 2  # kappa = 1: one exact step
-    b = solvers.accelerated_budget(1e4, 1e3, 1e-8)
+    assert accelerated.accelerated_budget(100.0, 1.0, 2.0) == 0  # already certified
+    assert accelerated.accelerated_budget(1.0, 1.0, 1e-9) == 2  # kappa = 1: one exact step
+    b = accelerated.accelerated_budget(1e4, 1e3, 1e-8)
     expected = 1 + (math.log(18) + 2 * math.log(1e4) + 2 * math.log(1e11)) / -math.log(0.99)
     assert b == math.ceil(expected) + 1
-    assert solvers.accelerated_budget(1e4, 1e300, 1e-300) < 10**6  # no overflow
+    assert accelerated.accelerated_budget(1e4, 1e300, 1e-300) < 10**6  # no overflow
     with pytest.raises(ValueError):
-        solvers.accelerated_budget(math.inf, 1.0, 1e-9)
+        accelerated.accelerated_budget(math.inf, 1.0, 1e-9)
 
 
 def test_failed_certificate_message_is_the_same_whatever_the_data():
@@ -257,9 +258,9 @@ def test_clipping_route_is_exact_at_the_bound():
 def test_sco_solver_budget_overrides_a_small_max_iter_and_covers_the_run():
     """certified_minimize runs to its proven budget whatever max_iter (max_iter=2 failed
     before); the budget is at least the iterations a long run needs."""
+    from dpconvex.optim.accelerated import certified_budget
     from dpconvex.sco import certified_minimize
     from dpconvex.sco.sets import L2Ball
-    from dpconvex.sco.solver import certified_budget
 
     rng = np.random.default_rng(7)
     A = rng.normal(size=(6, 6))

@@ -13,37 +13,13 @@ from collections.abc import Callable
 import numpy as np
 
 from ..accounting import PrivacyAccountant, dpsgd_event, gaussian_sigma
-from ..losses import GLMLoss
 from ..mechanisms import amp, dpsgd, output_perturbation, output_sensitivity
+from .linear_loss import LinearLoss
+from .mechanisms_bcd import AUDITS_BCD
+from .mechanisms_ganesh import AUDITS_GANESH
+from .mechanisms_sco import AUDITS_SCO
 
 DELTA = 1e-5
-
-
-class LinearLoss(GLMLoss):
-    """f(u) = u: the loss that makes objective perturbation Gaussian.
-
-    Redberg, Koskela & Wang (arXiv 2401.00583), Lemma 3.4.
-
-    GLM with f'' = 0 and |f'| = 1, so it is in every beta-smooth class.
-    """
-
-    name = "linear"
-    curvature = 0.0
-    derivative_bound = 1.0
-
-    def value(self, u, y):
-        return np.asarray(u, dtype=float)
-
-    def derivative(self, u, y):
-        return np.ones_like(u, dtype=float)
-
-    def second_derivative(self, u, y):
-        return np.zeros_like(u, dtype=float)
-
-    def breakpoints(self, kappa, y):
-        kappa = np.asarray(kappa, dtype=float)
-        low = np.where(kappa < 1, np.inf, -np.inf)  # f' = 1 > kappa: clipped everywhere
-        return np.full_like(kappa, -np.inf), np.where(kappa < 1, -np.inf, np.inf) + 0 * low
 
 
 # an exact one-dimensional instance (density in closed form, below the Thm 3.1 bound)
@@ -120,18 +96,8 @@ AUDITS: dict[str, Callable] = {
     "amp-exact-instance": _amp_exact_instance,
     "output-perturbation": _output_perturbation,
     "dpsgd": _dpsgd,
+    # the DP-SCO, DP-MBCD and thesis mechanisms' auditors live in their own modules
+    **AUDITS_SCO,
+    **AUDITS_BCD,
+    **AUDITS_GANESH,
 }
-
-
-def _register_other_seeds() -> None:
-    """Auditors of the DP-SCO, DP-MBCD and thesis mechanisms live in their own modules."""
-    from .mechanisms_bcd import AUDITS_BCD
-    from .mechanisms_ganesh import AUDITS_GANESH
-    from .mechanisms_sco import AUDITS_SCO
-
-    AUDITS.update(AUDITS_SCO)
-    AUDITS.update(AUDITS_BCD)
-    AUDITS.update(AUDITS_GANESH)
-
-
-_register_other_seeds()

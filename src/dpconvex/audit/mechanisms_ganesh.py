@@ -32,6 +32,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ..accounting import PrivacyAccountant
+from .linear_loss import LinearLoss
 
 DELTA = 1e-5
 #: Target epsilon of the calibrated audits (large enough to be measurable with ~2000 runs).
@@ -63,7 +64,6 @@ def _generalized_gaussian(fast: bool):
 def _langevin(fast: bool):
     """Posterior sampling (ULA, composition accounting) with a linear-loss canary."""
     from ..sampling import posterior_sample
-    from .mechanisms import LinearLoss  # lazy: this module may be imported by .mechanisms
 
     loss = LinearLoss()
     canary, zero = np.array([[1.0]]), np.array([[0.0]])

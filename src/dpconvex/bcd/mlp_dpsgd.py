@@ -23,6 +23,7 @@ from .._random import make_rng
 from ..accounting import dpsgd_event
 from ..mechanisms.dpsgd import poisson_batches
 from ..mechanisms.release import Release
+from ..optim.noisy_gradient import noisy_gradient_run
 from ._checks import finite_matrix, labels, normalize_rows
 from .network import one_hot, relu
 
@@ -99,13 +100,8 @@ def sgd_mlp(
         for d in range(len(dims) - 1)
     ]
     vel = [np.zeros_like(W) for W in Ws]
-    iterator = range(steps)
-    if progress:
-        from tqdm.auto import tqdm
 
-        iterator = tqdm(iterator, desc="DP-SGD MLP" if private else "SGD MLP", leave=False)
-    for _ in iterator:
-        rows, _ = poisson_batches(rng, n, q, 1)
+    def sgd_step(Ws, rows, rng):
         pairs = _backprop(Ws, X[rows], targets[rows])
         if private:
             sq = sum(np.einsum("ij,ij->i", dl, dl) * np.einsum("ij,ij->i", a, a) for dl, a in pairs)
@@ -122,8 +118,27 @@ def sgd_mlp(
             Ws[d] = Ws[d] - lr * vel[d]
         if not all(np.all(np.isfinite(W)) for W in Ws):
             raise FloatingPointError("SGD diverged (non-finite weights); lower learning_rate")
-    params = {f"W{d}": W for d, W in enumerate(Ws)}
+        return Ws
+
+    def poisson(rng):  # one Poisson subsample of rate q per step
+        return (poisson_batches(rng, n, q, 1)[0] for _ in range(steps))
+
+    def bar(batches):
+        from tqdm.auto import tqdm
+
+        desc = "DP-SGD MLP" if private else "SGD MLP"
+        return tqdm(batches, total=steps, desc=desc, leave=False)
+
+    run = noisy_gradient_run(
+        Ws,
+        poisson,
+        sgd_step,
+        (lambda taken: dpsgd_event(z, q, taken)) if private else None,
+        rng,
+        progress=bar if progress else None,
+    )
+    params = {f"W{d}": W for d, W in enumerate(run.last)}
     if not private:
         return params
-    info = {"steps": steps, "sampling_rate": q, "noise_multiplier": z}
-    return Release(params, dpsgd_event(z, q, steps), info)
+    info = {"steps": run.steps, "sampling_rate": q, "noise_multiplier": z}
+    return Release(params, run.event, info)

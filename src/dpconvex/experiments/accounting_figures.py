@@ -25,16 +25,8 @@ from ..accounting import (
     objpert_rdp,
 )
 from ..accounting.conversions import epsilon_from_rdp_curve
+from .figures import pyplot
 from .privacy_profile import privacy_profile_curves
-
-
-def _pyplot():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
 
 
 def _write_csv(path: Path, columns: dict[str, np.ndarray]) -> None:
@@ -46,7 +38,7 @@ def _write_csv(path: Path, columns: dict[str, np.ndarray]) -> None:
 def _finish(out: Path, name: str, fig, summary: dict) -> dict:
     fig.tight_layout()
     fig.savefig(out / f"{name}.png", dpi=120)
-    _pyplot().close(fig)
+    pyplot().close(fig)
     (out / f"{name}.json").write_text(json.dumps(summary, indent=2))
     return summary
 
@@ -56,7 +48,7 @@ FIG1_PANELS = {"left": (5.0, 1.0, 20.0), "right": (10.0, 1.0, 5.0)}
 
 def fig1(out: Path, quick: bool = False) -> dict:
     """delta(epsilon) of Kifer (Thm 2.8), RDP (Thm 3.2), Thm 3.1 and the Gaussian lower bound."""
-    plt = _pyplot()
+    plt = pyplot()
     fig, axes = plt.subplots(1, 2, figsize=(10, 4))
     summary = {
         "figure": "Redberg, Koskela & Wang (arXiv 2401.00583) Fig. 1",
@@ -100,7 +92,7 @@ FIG3_BETA = 0.5
 
 def fig3(out: Path, quick: bool = False) -> dict:
     """RDP curves: normal (Gaussian), half-normal (Thm 3.2 minus c) and objective perturbation."""
-    plt = _pyplot()
+    plt = pyplot()
     fig, axes = plt.subplots(2, 2, figsize=(9, 7))
     alphas = np.geomspace(1.01, 1000.0, 60 if quick else 300)
     summary = {
@@ -140,7 +132,7 @@ FIG4 = {"sigma": 8.0, "beta": 1.0, "lam": 10.0}
 
 def fig4(out: Path, quick: bool = False) -> dict:
     """Epsilon at delta = 1e-5 after k compositions: RDP (both conversions) vs PLD (eq. D.11)."""
-    plt = _pyplot()
+    plt = pyplot()
     ks = (
         [1, 2, 5, 10, 20, 50, 100]
         if quick
@@ -182,7 +174,7 @@ FIG5_OBJPERT = {"beta": 1.0, "lam": 10.0, "lipschitz": 1.0}  # not stated in the
 
 def fig5(out: Path, quick: bool = False) -> dict:
     """RDP curves of objective perturbation, the Gaussian mechanism and DP-SGD (App. I)."""
-    plt = _pyplot()
+    plt = pyplot()
     orders = np.unique(
         np.concatenate(
             [

@@ -37,6 +37,7 @@ from ..datasets import LOADERS, find_gisette, load_gisette
 from ..mechanisms import add_intercept, dpsgd_runs, steps_for_epochs, transform_rows
 from ..models import DPLogisticRegression
 from ..plans.amp import PAPER_SETTINGS
+from .figures import pyplot
 
 EPSILONS = (0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0)
 DELTA = 1e-5
@@ -243,10 +244,7 @@ def _write_rows(path: Path, rows: list[dict]) -> None:
 
 
 def _plot(path: Path, rows: list[dict], datasets: list[str]) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     fig, axes = plt.subplots(1, len(datasets), figsize=(4.5 * len(datasets), 3.8), squeeze=False)
     for ax, name in zip(axes[0], datasets, strict=True):

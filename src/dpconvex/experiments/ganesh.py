@@ -48,6 +48,7 @@ from ..public import (
     pda_dpmd_runs,
     pda_noise_multiplier,
 )
+from .figures import pyplot
 
 EPSILON, DELTA = 1.0, 1e-5
 N_PRIV = 10_000
@@ -307,10 +308,7 @@ def reproduce_ganesh_fig4_1(
 
 
 def _plot(path: Path, rows: list[dict], dims) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
     panels = (("dpgd_cold", "dpgd_warm"), ("dpgd_warm", "pda_dpmd"))

@@ -58,6 +58,7 @@ from ..bcd import (
     step_noise,
     synthetic_nmf,
 )
+from .figures import pyplot
 
 DELTA = 1e-5
 
@@ -144,15 +145,6 @@ def _jsonable(value):
     if isinstance(value, np.ndarray):
         return value.tolist()
     return str(value)
-
-
-def _plt():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
 
 
 def _bar(total: int, desc: str, enabled: bool = True):
@@ -385,7 +377,7 @@ def reproduce_mbcd_privacy(out: Path, quick: bool = False, trials: int | None = 
 
 
 def _plot_privacy(path, rows, contrib_rows, coupled_rows, limit):
-    plt = _plt()
+    plt = pyplot()
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
     K = [r["epochs"] for r in rows]
     ax = axes[0]
@@ -647,7 +639,7 @@ def _nmf_table(records, batch_sizes, epsilons) -> list[dict]:
 
 
 def _plot_nmf(path, table, epsilons):
-    plt = _plt()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(6.5, 4.2))
     bs = [r["batch_size"] for r in table]
     for eps in epsilons:
@@ -915,7 +907,7 @@ def reproduce_mbcd_classification(
 
 
 def _plot_classification(path, table, keys):
-    plt = _plt()
+    plt = pyplot()
     fig, axes = plt.subplots(1, len(keys), figsize=(6 * len(keys), 4.2), squeeze=False)
     for ax, key in zip(axes[0], keys, strict=True):
         for method, style in (("dp_mbcd", "-o"), ("dp_mbcd_variant", "-.^"), ("dp_sgd", "--s")):

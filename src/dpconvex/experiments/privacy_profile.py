@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 
 from ..accounting import conversions, objpert
+from .figures import pyplot
 
 
 def privacy_profile_curves(
@@ -48,10 +49,7 @@ def plot_privacy_profile(
     out: str | Path, *, sigma: float, lam: float, beta: float, lipschitz: float
 ) -> Path:
     """Write a Figure-1-style PNG of :func:`privacy_profile_curves` to ``out``."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot("dpconvex plot privacy-profile")
 
     curves = privacy_profile_curves(sigma=sigma, lam=lam, beta=beta, lipschitz=lipschitz)
     fig, ax = plt.subplots(figsize=(5.5, 4.0))

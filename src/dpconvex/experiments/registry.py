@@ -1,15 +1,18 @@
 """The reproductions ``dpconvex reproduce`` can run, by name, in a table fixed at import time.
 
 Each entry is a function ``run(out_dir, *, quick, trials, mnist)`` that imports its
-experiment module by a literal import (the modules need matplotlib, so they load only
-when run) and writes its results to ``out_dir``. The command line offers exactly the
-names of :data:`REPRODUCTIONS`; nothing is imported by a name taken from user input.
+experiment module by a literal import (the modules draw with matplotlib, the
+``figures`` extra, so they load only when run) and writes its results to ``out_dir``.
+The command line offers exactly the names of :data:`REPRODUCTIONS`; nothing is
+imported by a name taken from user input.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+
+from .figures import require_matplotlib
 
 #: ``run(out_dir, *, quick, trials, mnist)``; ``trials`` None: the experiment's own number.
 Reproduction = Callable[..., object]
@@ -84,7 +87,12 @@ REPRODUCTIONS: dict[str, Reproduction] = {
 def run_reproduction(
     name: str, out_dir: Path, *, quick: bool, trials: int | None, mnist: Path | None = None
 ) -> object:
-    """Run the reproduction ``name`` (one of :data:`REPRODUCTIONS`; KeyError-free refusal)."""
+    """Run the reproduction ``name`` (one of :data:`REPRODUCTIONS`; KeyError-free refusal).
+
+    Raises :class:`~dpconvex.experiments.figures.MissingFiguresExtraError` before any work
+    if matplotlib (the ``figures`` extra) is not installed.
+    """
     if name not in REPRODUCTIONS:
         raise ValueError(f"unknown reproduction {name!r}: choose one of {', '.join(REPRODUCTIONS)}")
+    require_matplotlib(f"dpconvex reproduce {name}")
     return REPRODUCTIONS[name](out_dir, quick=quick, trials=trials, mnist=mnist)

@@ -59,6 +59,7 @@ from ..sco import (
     phased_dpsgd,
     shuffled_truncated_mirror_descent,
 )
+from .figures import pyplot
 
 DELTA = 1e-5
 TOLERANCE = 0.15
@@ -692,10 +693,7 @@ def _count_runs(cfg) -> int:
 
 
 def _plot(out: Path, rows: list[dict], summary: dict) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     def series(exp):
         by = {}

@@ -31,10 +31,11 @@ bounds the chosen method's iterations; the polish is allowed at least
 
 If the fast phase has not certified (not seen on valid input, even with ``max_iter=1``),
 a *provable phase* follows, whatever ``max_iter``: Nesterov's accelerated gradient method
-for strongly convex smooth functions (:func:`_accelerated`), with the objective's known
-constants (strong convexity lam; smoothness sup f'' sum_i ||x_i||^2 + lam <= n beta + lam),
-from the better of the fast phase's point and the start. Its iteration budget
-(:func:`accelerated_budget`) is derived from the theorem's rate: in exact arithmetic
+for strongly convex smooth functions (:func:`~dpconvex.optim.accelerated.accelerated_phase`),
+with the objective's known constants (strong convexity lam; smoothness
+sup f'' sum_i ||x_i||^2 + lam <= n beta + lam), from the better of the fast phase's point
+and the start. Its iteration budget (:func:`~dpconvex.optim.accelerated.accelerated_budget`)
+is derived from the theorem's rate: in exact arithmetic
 ||grad F|| <= tau is reached within it on every valid input (finite rows, labels in range,
 lam > 0, a loss of finite curvature), so certification does not depend on the data. In
 float64 it can fail only when tau is below the rounding error of the computed gradient
@@ -60,6 +61,8 @@ from numbers import Integral
 import numpy as np
 from scipy import optimize
 
+from .accelerated import accelerated_phase, can_prove, provable_start
+from .certificate import CERTIFICATE_MESSAGE, CertificateError
 from .objective import PerturbedGLMObjective
 
 SOLVERS = ("auto", "lbfgs", "newton", "svrg")
@@ -77,18 +80,6 @@ POLISH_STEPS = 30
 #: in memory, the exact Hessian (n d^2 / 2 flops dense) beats Newton-CG's Hessian-vector
 #: products (4 n d flops each, tens per solve) up to about this d
 IN_MEMORY_EXACT_MAX_D = 256
-
-
-#: the one message of :class:`CertificateError` raised by :func:`solve`: it carries no
-#: number (a gradient norm, tau = 1e-12 n L or an iteration count would reveal the data)
-CERTIFICATE_MESSAGE = (
-    "the solver could not certify its solution (||grad|| <= tau) in floating-point arithmetic; "
-    "nothing is released: raise tau, which is below the rounding error of the gradient"
-)
-
-
-class CertificateError(RuntimeError):
-    """The solver did not reach ||grad|| <= tau; nothing may be released."""
 
 
 @dataclass(frozen=True)
@@ -400,89 +391,6 @@ def _svrg(
     return snapshot, max_iter
 
 
-def accelerated_budget(kappa: float, start_norm: float, tau: float) -> int:
-    """Gradient evaluations after which :func:`_accelerated` has ||grad F(y_k)|| <= tau.
-
-    For a mu-strongly convex, L-smooth F (kappa = L/mu >= 1), Nesterov's constant-step
-    scheme x_{k+1} = y_k - grad F(y_k)/L, y_{k+1} = x_{k+1} + m (x_{k+1} - x_k),
-    m = (sqrt(kappa) - 1)/(sqrt(kappa) + 1), y_0 = x_0, has
-    F(x_k) - F* <= (1 - q)^k (F(x_0) - F* + (mu/2)||x_0 - x*||^2), q = 1/sqrt(kappa)
-    (Nesterov, Introductory Lectures on Convex Optimization, 2004, Thm 2.2.3 with
-    gamma_0 = mu, scheme (2.2.19); Beck, First-Order Methods in Optimization, 2017,
-    Thm 10.42). With (mu/2)||x - x*||^2 <= F(x) - F* <= ||grad F(x)||^2/(2 mu), the bracket
-    is at most g_0^2/mu (g_0 = ||grad F(x_0)||) and ||x_k - x*||^2 <= 2 (1-q)^k g_0^2 / mu^2;
-    since y_k - x* = (1+m)(x_k - x*) - m (x_{k-1} - x*) and m < 1,
-    ||grad F(y_k)|| <= L ||y_k - x*|| <= 3 sqrt(2) kappa (1-q)^((k-1)/2) g_0. So
-    ||grad F(y_k)|| <= tau for every
-    k >= 1 + ln(18 kappa^2 g_0^2 / tau^2) / (-ln(1 - q)), about
-    sqrt(kappa) (ln(18 kappa^2) + 2 ln(g_0/tau)). One more is added for rounding.
-    """
-    if not start_norm > tau:
-        return 0
-    if not (math.isfinite(kappa) and kappa >= 1.0 and math.isfinite(start_norm) and tau > 0):
-        raise ValueError("the accelerated method needs a finite condition number and start")
-    q = 1.0 / math.sqrt(kappa)
-    if q >= 1.0:  # kappa = 1: x_1 is the minimizer, y_2 = x_1
-        return 2
-    log_ratio = (
-        math.log(18.0) + 2.0 * math.log(kappa) + 2.0 * (math.log(start_norm) - math.log(tau))
-    )
-    return 2 + math.ceil(log_ratio / -math.log1p(-q))
-
-
-#: the smoothness constant used by the provable phase is the objective's bound times this
-#: (an allowance for the rounding of the sum of row norms that forms it)
-SMOOTHNESS_ALLOWANCE = 1.0 + 1e-6
-
-
-def _accelerated(obj, tau: float, theta: np.ndarray, grad: np.ndarray):
-    """The provable phase: Nesterov's accelerated gradient from theta (see
-    :func:`accelerated_budget`), for at most its budget; returns (y, ||grad F(y)||, steps).
-
-    Strong convexity mu = lam (the loss is convex) and smoothness L = ``obj.smoothness()``
-    (sup f'' sum_i ||x_i||^2 + lam, at most n beta + lam); only gradients are evaluated,
-    and each is the certificate test at the point returned.
-    """
-    smoothness = SMOOTHNESS_ALLOWANCE * float(obj.smoothness())
-    kappa = max(smoothness / obj.lam, 1.0)
-    norm = float(np.linalg.norm(grad))
-    budget = accelerated_budget(kappa, norm, tau)
-    momentum = (math.sqrt(kappa) - 1.0) / (math.sqrt(kappa) + 1.0)
-    x = y = np.asarray(theta, dtype=np.float64)
-    for step in range(1, budget + 1):
-        x_new = y - grad / smoothness
-        y = x_new + momentum * (x_new - x)
-        x = x_new
-        grad = obj.gradient(y)
-        norm = float(np.linalg.norm(grad))
-        if norm <= tau or not math.isfinite(norm):
-            return y, norm, step
-    return y, norm, budget
-
-
-def _provable_start(obj, candidates: list) -> tuple[np.ndarray, np.ndarray]:
-    """(point, its gradient): of the finite candidates, the one of smallest gradient norm."""
-    best = None
-    for theta in candidates:
-        if theta is None or not np.all(np.isfinite(theta)):
-            continue
-        grad = obj.gradient(theta)
-        norm = float(np.linalg.norm(grad))
-        if math.isfinite(norm) and (best is None or norm < best[2]):
-            best = (theta, grad, norm)
-    if best is None:
-        raise CertificateError(CERTIFICATE_MESSAGE)
-    return best[0], best[1]
-
-
-def _can_prove(obj) -> bool:
-    """Whether the provable phase applies: known smoothness (finite) and lam > 0."""
-    if not hasattr(obj, "smoothness"):
-        return False
-    smoothness = float(obj.smoothness())
-    return math.isfinite(smoothness) and obj.lam > 0 and math.isfinite(smoothness / obj.lam)
-
-
 def solve(
     obj: PerturbedGLMObjective,
     tau: float,
@@ -497,8 +405,8 @@ def solve(
 
     ``max_iter`` bounds the iterations of ``method`` only (SVRG: epochs); its Newton
     polish gets at least :data:`POLISH_STEPS` steps. If that fast phase has not
-    certified, the provable phase (Nesterov's
-    accelerated gradient, :func:`accelerated_budget`) continues from the better of its
+    certified, the provable phase (Nesterov's accelerated gradient,
+    :func:`~dpconvex.optim.accelerated.accelerated_budget`) continues from the better of its
     point and the start, and certifies on every valid input unless tau is below float64's
     rounding of the gradient; :class:`CertificateError` (a fixed message) otherwise.
     """
@@ -522,9 +430,9 @@ def solve(
         )
     except (np.linalg.LinAlgError, ArithmeticError):  # rounding broke a fast method
         theta, n_iter, grad_norm = None, 0, math.nan
-    if not grad_norm <= tau and _can_prove(obj):
-        theta, grad = _provable_start(obj, [theta, start])
-        theta, grad_norm, extra = _accelerated(obj, tau, theta, grad)
+    if not grad_norm <= tau and can_prove(obj):
+        theta, grad = provable_start(obj, [theta, start])
+        theta, grad_norm, extra = accelerated_phase(obj, tau, theta, grad)
         n_iter, method = n_iter + extra, "accelerated"
     if not grad_norm <= tau:
         raise CertificateError(CERTIFICATE_MESSAGE)

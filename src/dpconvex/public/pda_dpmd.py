@@ -36,6 +36,7 @@ from .._random import make_rng
 from ..accounting import PrivacyAccountant, gaussian_delta, gaussian_sigma
 from ..losses import GLMLoss
 from ..mechanisms.release import Release
+from ..optim.noisy_gradient import full_batches, noisy_gradient_run
 from .mirror_maps import GLMMirrorMap
 
 NEIGHBOURS = {"add_remove": 1.0, "replace_one": 2.0}
@@ -176,14 +177,15 @@ def pda_dpmd_runs(
         raise ValueError(f"theta0 must be a finite vector of length {k}")
     norms = row_norms(X)
     B = clips.size
-    theta = np.repeat(theta0[:, None], B, axis=1)
-    total = np.zeros_like(theta)
-    for _ in range(steps):
+
+    def noisy_step(theta, _, rng):
         sums = clipped_gradient_sums(X, y, loss, theta, clips, norms)
         noisy = (sums + z * clips[None, :] * rng.standard_normal((k, B))) / n
-        theta = mirror.step(theta, noisy, rates[None, :])
-        total += theta
-    return (total / steps).T, theta.T
+        return mirror.step(theta, noisy, rates[None, :])
+
+    start = np.repeat(theta0[:, None], B, axis=1)
+    run = noisy_gradient_run(start, full_batches(steps), noisy_step, None, rng, average=True)
+    return run.mean.T, run.last.T
 
 
 def pda_dpmd(
@@ -252,11 +254,12 @@ def _single_run(X, y, loss, mirror, theta0, z, clip, rate, steps, rng):
     X, y = _check_design(X, y)
     n, k = X.shape
     norms = row_norms(X)
-    theta = theta0.copy()
-    total = np.zeros(k)
     clips = np.array([clip])
-    for _ in range(steps):
+
+    def noisy_step(theta, _, rng):
         sums = clipped_gradient_sums(X, y, loss, theta[:, None], clips, norms)[:, 0]
-        theta = mirror.step(theta, (sums + z * clip * rng.standard_normal(k)) / n, rate)
-        total += theta
-    return total / steps, theta
+        return mirror.step(theta, (sums + z * clip * rng.standard_normal(k)) / n, rate)
+
+    start = theta0.copy()
+    run = noisy_gradient_run(start, full_batches(steps), noisy_step, None, rng, average=True)
+    return run.mean, run.last

@@ -20,6 +20,7 @@ from .. import _validation as v
 from .._random import make_rng
 from ..accounting import gaussian_sigma
 from ..mechanisms.release import Release
+from ..optim.noisy_gradient import noisy_gradient_run, shuffled_batches
 from .glm import GLMData
 from .privacy import pld_epsilon
 
@@ -55,31 +56,35 @@ def clipped_dpsgd(
     batch_size = min(v.positive_int("batch_size", batch_size), n)
     T = max(1, n // batch_size)
     z = math.sqrt(epochs) * gaussian_sigma(epsilon, delta, 1.0)
-    event = SelfComposedDpEvent(GaussianDpEvent(z), epochs)
     rng = make_rng(random_state)
-    w = np.zeros(d)
-    avg = np.zeros(d)
-    count = 0
     b_min = n // T
     sigma = z * 2.0 * clip / b_min
-    for _ in range(epochs):
-        for rows in np.array_split(rng.permutation(n), T):
-            g = data.sample_gradients(w, rows)
-            norms = np.linalg.norm(g, axis=1)
-            g *= np.minimum(1.0, clip / np.maximum(norms, 1e-300))[:, None]
-            step = g.sum(axis=0) / rows.size + rng.normal(0.0, sigma, d)
-            w = w - step_size * step
-            nw = np.linalg.norm(w)
-            if nw > radius:
-                w *= radius / nw
-            avg += w
-            count += 1
+
+    def noisy_step(w, rows, rng):
+        g = data.sample_gradients(w, rows)
+        norms = np.linalg.norm(g, axis=1)
+        g *= np.minimum(1.0, clip / np.maximum(norms, 1e-300))[:, None]
+        step = g.sum(axis=0) / rows.size + rng.normal(0.0, sigma, d)
+        w = w - step_size * step
+        nw = np.linalg.norm(w)
+        if nw > radius:
+            w *= radius / nw
+        return w
+
+    run = noisy_gradient_run(
+        np.zeros(d),
+        shuffled_batches(n, T, epochs),
+        noisy_step,
+        lambda steps: SelfComposedDpEvent(GaussianDpEvent(z), epochs),  # an epoch: one Gaussian
+        rng,
+        average=True,
+    )
     info = {
         "algorithm": "DP-SGD with clipping (baseline)",
-        "epsilon": pld_epsilon(event, delta),
+        "epsilon": pld_epsilon(run.event, delta),
         "delta": delta,
         "noise_multiplier": z,
         "sigma": sigma,
-        "steps": count,
+        "steps": run.steps,
     }
-    return Release(avg / count, event, info)
+    return Release(run.mean, run.event, info)

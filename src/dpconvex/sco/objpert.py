@@ -25,11 +25,11 @@ from .. import _validation as v
 from .._random import make_rng
 from ..accounting import gaussian_sigma
 from ..mechanisms.release import Release
+from ..optim.accelerated import certified_minimize
 from .events import ConstrainedObjPertDpEvent
 from .glm import GLMData, hessian_rank
 from .privacy import calibrate_noise, check_privacy, pld_epsilon, pld_interval
 from .sets import ConstraintSet
-from .solver import certified_minimize
 
 
 def _check_set(constraint, d: int) -> ConstraintSet:
