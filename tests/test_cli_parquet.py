@@ -11,16 +11,11 @@ import pytest
 from dpconvex.cli import main
 from dpconvex.datasets.parquet import load_parquet_cells
 
+from .table_schemas import cities_schema
+
 SECRET = "Zanzibar-4471"  # a cell's content that no message may show
 
-SCHEMA = {
-    "columns": [
-        {"name": "age", "type": "numeric", "bounds": [18, 90]},
-        {"name": "city", "type": "categorical", "categories": ["Paris", "Lyon"]},
-        {"name": "income", "type": "numeric", "bounds": [0, None],
-         "search_range": [0, 1e7], "log": "log1p"},
-    ]
-}  # fmt: skip
+SCHEMA = cities_schema()
 
 
 def run(argv, capsys):

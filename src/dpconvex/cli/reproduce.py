@@ -9,6 +9,7 @@ import click
 from ..accounting import (
     ObjectivePerturbationDpEvent,
 )
+from ..experiments.figures import require_matplotlib
 from ..experiments.registry import REPRODUCTIONS, run_reproduction
 from .options import (
     Count,
@@ -61,6 +62,7 @@ def reproduce(name, out, trials, quick, mnist):
     ganesh-fig4.1: private mirror descent with public data. Full runs can take hours;
     try --quick first.
     """
+    require_matplotlib(f"dpconvex reproduce {name}")  # before --out is created
     out_dir = output_directory(out)
     start = time.perf_counter()
     run_reproduction(name, out_dir, quick=quick, trials=trials, mnist=mnist)
