@@ -53,14 +53,14 @@ from .. import _validation as v
 from .._arrays import row_norms
 from .._random import RANDOM_STATE_CONSTRAINT, make_rng
 from ..accounting import MAX_EPSILON, MIN_EPSILON, PrivacyAccountant, pld_grid
+from ..data.dask_rows import is_dask_array
+from ..data.sources import InMemoryRows
 from ..losses import HuberLoss, LogisticLoss, SquaredLoss
 from ..mechanisms import design_bound, transform_rows
-from ..mechanisms.sources import InMemoryRows
 from ..optim import SOLVERS
 from ..plans import PLANS, Plan, PlanInputs
 from ..plans.auto import resolve as resolve_auto
 from ..plans.auto import task_of, warn_if_constant
-from ..scale.objective import is_dask_array
 from .charge import charge
 from .clipping import ClippingWarning, warn_if_clipped
 from .labels import check_labels, declared_classes
