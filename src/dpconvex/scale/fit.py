@@ -109,12 +109,12 @@ def _row_block(key) -> int:
     return key[1] if isinstance(key, tuple) and len(key) > 1 else 0
 
 
-def cache_rows(X, targets, first_rows: int = 0, rows: RowPolicy | None = None):
+def cache_rows(X, targets, first_rows: int = 0, policy: RowPolicy | None = None):
     """``(X, targets, scales)``, held in the workers' memory for one fit when they fit there.
 
     See :func:`keeps_rows` for when. ``targets`` (labels as the mechanism reads them,
     computed from ``y``) are kept with the rows, so that no pass recomputes them; so are,
-    given the row policy ``rows``, the rows' scales (each row's factor and norm,
+    given the row policy ``policy``, the rows' scales (each row's factor and norm,
     :func:`~dpconvex.data.kernels.chunk_scales`; 16 bytes per row), so that no
     pass recomputes the rows' norms (else ``scales`` is None). What belongs to the chunks
     that hold the first ``first_rows`` rows is computed before the rest (a higher task
@@ -128,8 +128,8 @@ def cache_rows(X, targets, first_rows: int = 0, rows: RowPolicy | None = None):
     if not keeps_rows(X):
         return X, list(targets), None
     extra = []
-    if rows is not None:
-        extra = [X.map_blocks(chunk_scales, rows, dtype=np.float64, chunks=(X.chunks[0], (2,)))]
+    if policy is not None:
+        extra = [X.map_blocks(chunk_scales, policy, dtype=np.float64, chunks=(X.chunks[0], (2,)))]
     with dask.annotate(priority=_first_chunks_first(X, first_rows, rest=0)):
         X, *held = dask.persist(X, *extra, *targets)
     return X, held[len(extra) :], held[0] if extra else None
