@@ -228,7 +228,7 @@ def load_readers() -> None:
         "zarr",
         "numcodecs",
         "pyarrow.parquet",
-        "dpconvex.scale.objective",
+        "dpconvex.data.dask_rows",
         "dpconvex.scale.zarr_chunks",
     ):
         importlib.import_module(module)

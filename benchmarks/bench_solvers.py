@@ -187,7 +187,7 @@ def _interleaved(calls: dict, repeats: int) -> dict:
 
 
 def clip_routes(quick: bool) -> None:
-    from dpconvex.mechanisms.sources import InMemoryRows
+    from dpconvex.data.sources import InMemoryRows
     from dpconvex.optim.objective import RarelyClippedLoss, clipping_kappa
 
     rng = np.random.default_rng(0)
@@ -210,7 +210,7 @@ def clip_routes(quick: bool) -> None:
         import dask
         import dask.array as da
 
-        from dpconvex.scale.objective import DaskRows
+        from dpconvex.data.dask_rows import DaskRows
 
         dask.config.set(scheduler="synchronous")
         dask_x, dask_y = da.from_array(X, chunks=(125_000, d)), da.from_array(y, chunks=125_000)

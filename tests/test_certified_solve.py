@@ -126,7 +126,7 @@ def test_a_broken_fast_phase_falls_back_to_the_provable_one(monkeypatch):
 
 def test_row_source_objective_certifies_through_the_provable_phase(monkeypatch):
     """In memory through the row kernels (smoothness from the public row bound)."""
-    from dpconvex.mechanisms.sources import InMemoryRows
+    from dpconvex.data.sources import InMemoryRows
 
     monkeypatch.setattr(solvers, "POLISH_STEPS", 0)
     rng = np.random.default_rng(2)
@@ -209,7 +209,7 @@ def test_rows_a_rounding_error_above_the_bound_get_no_gradient_above_c(loss):
 
 def test_row_kernels_clip_rows_a_rounding_error_above_the_bound():
     """The out-of-core / in-memory row kernels take the same route (clipping_kappa)."""
-    from dpconvex.mechanisms.row_kernels import RowChunk
+    from dpconvex.data.kernels import RowChunk
 
     rng = np.random.default_rng(5)
     X = _rows(rng, 100, 4, norm=1 + 1e-13)

@@ -8,6 +8,7 @@ import scipy.sparse as sp
 from dp_accounting.dp_event import SelfComposedDpEvent
 
 from dpconvex.accounting import AmpDpEvent, GaussianDpEvent, dpsgd_event
+from dpconvex.data.clipping import clipped_gradient_sum
 from dpconvex.losses import ClippedLoss, HuberLoss, LogisticLoss, SquaredLoss
 from dpconvex.mechanisms import (
     add_intercept,
@@ -19,7 +20,6 @@ from dpconvex.mechanisms import (
     output_sensitivity,
     transform_rows,
 )
-from dpconvex.mechanisms.dpsgd import clipped_gradient_sum
 from dpconvex.optim import CertificateError, PerturbedGLMObjective, solve
 
 R = math.sqrt(2)

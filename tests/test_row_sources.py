@@ -4,12 +4,12 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-import dpconvex.mechanisms.row_kernels as row_kernels
+import dpconvex.data.kernels as row_kernels
 from dpconvex import DPLogisticRegression
+from dpconvex.data.objective import RowSourceObjective
+from dpconvex.data.sources import InMemoryRows
 from dpconvex.losses import ClippedLoss, HuberLoss, LogisticLoss
 from dpconvex.mechanisms import amp, design_rows
-from dpconvex.mechanisms.row_objective import RowSourceObjective
-from dpconvex.mechanisms.sources import InMemoryRows
 from dpconvex.optim import PerturbedGLMObjective
 
 

@@ -130,8 +130,8 @@ def _same_failure_for_two_sizes(tmp):
 def _per_row_gradients_within_c(loss_name, excess, kernels):
     """Rows (1 + excess) R, clip C = sup|f'| R, margins where |f'| = sup|f'|: no per-row
     derivative above kappa_i (the design's objective, or the row kernels)."""
+    from dpconvex.data.kernels import RowChunk
     from dpconvex.losses import ClippedLoss, require_glm
-    from dpconvex.mechanisms.row_kernels import RowChunk
     from dpconvex.optim import PerturbedGLMObjective
 
     rng = np.random.default_rng(1)
@@ -234,8 +234,8 @@ def _dask_amp(solver, max_iter):
         import dask
         import dask.array as da
 
+        from dpconvex.data.dask_rows import DaskRows
         from dpconvex.mechanisms import amp
-        from dpconvex.scale.objective import DaskRows
 
         dask.config.set(scheduler="synchronous")
         X, y = _data(n=2000, d=5, seed=4)

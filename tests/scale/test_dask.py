@@ -12,9 +12,9 @@ da = pytest.importorskip("dask.array")
 dask = pytest.importorskip("dask")
 
 from dpconvex import DPLinearRegression, DPLogisticRegression  # noqa: E402
+from dpconvex.data.kernels import chunk_scales  # noqa: E402
 from dpconvex.losses import ClippedLoss, LogisticLoss  # noqa: E402
 from dpconvex.mechanisms import add_intercept, amp, transform_rows  # noqa: E402
-from dpconvex.mechanisms.row_kernels import chunk_scales  # noqa: E402
 from dpconvex.optim import PerturbedGLMObjective  # noqa: E402
 from dpconvex.scale import DaskRows  # noqa: E402
 from dpconvex.scale.data import read_parquet, read_table, read_zarr, synthetic_glm  # noqa: E402
@@ -56,7 +56,7 @@ def test_objective_matches_in_memory(data):
 
 
 def test_partial_sums_added_on_the_client_or_in_a_tree_agree(data, monkeypatch):
-    import dpconvex.scale.objective as source
+    import dpconvex.data.dask_rows as source
 
     X, y = data
     rows = DaskRows(
@@ -87,7 +87,7 @@ def test_one_pass_hessian_matches_in_memory_for_either_chunk_layout(
     """Gradient and Hessian of one pass equal the in-memory ones, whatever the chunks'
     memory layout (Parquet chunks arrive column-major, Zarr's row-major) and whether the
     kernels take a chunk as one block or several."""
-    import dpconvex.mechanisms.row_kernels as row_kernels
+    import dpconvex.data.kernels as row_kernels
 
     monkeypatch.setattr(row_kernels, "BLOCK_ROWS", block_rows)
     X, y = data
@@ -480,7 +480,7 @@ def test_kept_rows_and_labels_of_a_row_block_share_a_worker_in_turn():
 @pytest.mark.parametrize("m", [1, 120, 150, 600])
 def test_subsample_of_rows_held_in_the_workers_is_gathered_as_stored(data, m):
     distributed = pytest.importorskip("distributed")
-    from dpconvex.scale.objective import _held_head
+    from dpconvex.data.dask_rows import _held_head
 
     X, y = data
     X, y = X[:600], y[:600].astype(float)
@@ -510,9 +510,9 @@ def test_passes_over_rows_held_in_the_workers_run_on_their_futures(data, monkeyp
     blockwise graph; the Newton warm start is solved on the worker that holds the first
     rows, with the same result as here; ``rows_held`` only with the scales kept."""
     distributed = pytest.importorskip("distributed")
-    import dpconvex.scale.objective as source
+    import dpconvex.data.dask_rows as source
+    from dpconvex.data.dask_rows import _held_chunks
     from dpconvex.optim.solvers import _subsample_solution
-    from dpconvex.scale.objective import _held_chunks
 
     X, y = data
     Xd, yd = da.from_array(X, chunks=(700, 6)), da.from_array(y.astype(float), chunks=700)

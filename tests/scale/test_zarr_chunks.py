@@ -203,7 +203,7 @@ def test_chunks_smaller_than_the_sentinel(tmp_path):
 
 
 def test_a_chunk_ending_in_the_sentinel_is_still_read(tmp_path):
-    from dpconvex.scale.zarr_chunks import _SENTINEL
+    from dpconvex.scale.zarr_codecs import _SENTINEL
 
     X = _rows()
     X[99, -1] = _SENTINEL.view(np.float64)[0]  # chunk 0's last element is the sentinel itself

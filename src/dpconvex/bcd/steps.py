@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..data import clipping
+
 
 def clip_factors(a: np.ndarray, b: np.ndarray, clip: float) -> np.ndarray:
     """min(1, C / (||a_i|| ||b_i||)) for each example i (1 where the gradient is 0).
@@ -24,9 +26,7 @@ def clip_factors(a: np.ndarray, b: np.ndarray, clip: float) -> np.ndarray:
     holds for every input.
     """
     norms = _row_norms(a) * _row_norms(b)
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        scaled = np.where(np.isfinite(norms), clip / norms, 0.0)
-        return np.where(norms <= clip, 1.0, scaled)
+    return clipping.clip_factors(norms, clip, nan_factor=0.0)
 
 
 def _row_norms(m: np.ndarray) -> np.ndarray:

@@ -33,9 +33,9 @@ import numpy as np
 from dp_accounting.dp_event import GaussianDpEvent, SelfComposedDpEvent
 
 from .. import _validation as v
-from .._arrays import row_norms
+from ..data.kernels import chunk_statistics, split_statistics
+from ..data.sources import as_rows
 from .release import Release
-from .sources import as_rows
 
 #: failure probability of the ridge's noise bound; the paper's experiments use 0.05
 DEFAULT_RHO = 0.05
@@ -44,18 +44,6 @@ DEFAULT_RHO = 0.05
 def adassp_event(noise_multiplier: float):
     """The three equal-noise Gaussian releases of AdaSSP, composed."""
     return SelfComposedDpEvent(GaussianDpEvent(noise_multiplier), 3)
-
-
-def sufficient_statistics(X, y) -> tuple[np.ndarray, np.ndarray, float, float]:
-    """(X^T X, X^T y, max row norm, max |y|) of in-memory rows (numpy or scipy.sparse)."""
-    y = np.asarray(y, dtype=np.float64)
-    if y.ndim != 1 or y.shape[0] != X.shape[0]:
-        raise ValueError(f"y must be one-dimensional with {X.shape[0]} entries, got {y.shape}")
-    gram = X.T @ X
-    gram = np.asarray(gram.toarray() if hasattr(gram, "toarray") else gram, dtype=np.float64)
-    xty = np.asarray(X.T @ y, dtype=np.float64).reshape(X.shape[1])
-    norms = row_norms(X)
-    return gram, xty, float(norms.max(initial=0.0)), float(np.max(np.abs(y), initial=0.0))
 
 
 def adassp(
@@ -75,7 +63,7 @@ def adassp(
     caller clips). Each of the three releases adds Gaussian noise of ``noise_multiplier``
     times its sensitivity; priced by ``adassp_event(noise_multiplier)``. ``delta`` only
     sets the one-sided confidence shift of the eigenvalue release (as in the paper);
-    it is public. ``X`` may be a :class:`~dpconvex.mechanisms.sources.RowSource` (in
+    it is public. ``X`` may be a :class:`~dpconvex.data.sources.RowSource` (in
     memory or out of core, then ``y=None``); its statistics are computed where the
     rows live.
     """
@@ -85,7 +73,10 @@ def adassp(
     rho = v.probability_open("rho", rho)
     if not (math.isfinite(row_bound) and row_bound > 0):
         raise ValueError(f"row_bound must be a finite number > 0, got {row_bound}")
-    gram, xty, max_norm, max_y = as_rows(X, y, None, row_bound).sufficient_statistics()
+    source = as_rows(X, y, None, row_bound)
+    d = source.d
+    total = source.reduce(chunk_statistics, d * d + d + 2, source.policy, maxima=2)
+    gram, xty, max_norm, max_y = split_statistics(total, d)
     if not (np.all(np.isfinite(gram)) and np.all(np.isfinite(xty))):
         raise ValueError("X or y contains NaN or infinity")
     if max_norm > row_bound * (1 + 1e-9):

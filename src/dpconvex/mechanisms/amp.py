@@ -9,11 +9,11 @@ import numpy as np
 
 from .. import _validation as v
 from ..accounting.events import AmpDpEvent
+from ..data.sources import as_rows
 from ..losses import ClippedLoss, require_glm
 from ..optim import solve
 from ._checks import gradient_bound
 from .release import Release
-from .sources import as_rows
 
 
 def amp(
@@ -44,7 +44,7 @@ def amp(
     a provable phase follows); if it cannot (tau below float64's rounding of the
     gradient), nothing is released (:class:`dpconvex.optim.CertificateError`, whose
     message carries no number). ``X`` may be a
-    :class:`~dpconvex.mechanisms.sources.RowSource` (in memory or out of core; then
+    :class:`~dpconvex.data.sources.RowSource` (in memory or out of core; then
     ``y=None``): the mechanism is the same whatever holds the rows. Priced by
     ``AmpDpEvent(sigma, lam, beta, L, tau, sigma_out)`` with beta = sup f'' R^2
     and L = min(C, sup|f'| R). Needs a GLM loss and lam > beta (else raises).

@@ -20,22 +20,15 @@ import scipy.sparse as sp
 from dp_accounting.dp_event import DpEvent, GaussianDpEvent, SelfComposedDpEvent
 
 from .. import _validation as v
+from .._arrays import row_norms
 from ..accounting.events import dpsgd_event
+from ..data.clipping import clipped_weights
+from ..data.kernels import chunk_clipped_sum
+from ..data.sources import InMemoryRows, as_rows
 from ..losses import require_glm
 from .release import Release
-from .rows import row_norms
-from .sources import InMemoryRows, as_rows
 
 OPTIMIZERS = ("adam", "sgd")
-
-
-def clipped_gradient_sum(xb, yb, norms_b, loss, theta: np.ndarray, clip: float) -> np.ndarray:
-    """sum_i clip_C(f'(x_i^T theta; y_i) x_i), each per-example gradient scaled to norm <= C.
-
-    For a GLM the gradient of example i is f'_i x_i with norm |f'_i| ||x_i||, so the
-    clipping factor min(1, C / (|f'_i| ||x_i||)) is a scalar per row.
-    """
-    return xb.T @ _clipped_weights(xb @ theta, yb, norms_b, loss, clip)
 
 
 def poisson_batches(
@@ -92,7 +85,7 @@ class _FullBatch:
         return np.asarray(self.X.T @ weights.T).T if sp.issparse(self.X) else weights @ self.X
 
     def gradients(self, theta, rng):
-        weights = _clipped_weights(self.margins(theta), self.y, self.norms, self.loss, self.clip)
+        weights = clipped_weights(self.margins(theta), self.y, self.norms, self.loss, self.clip)
         return self.sums(weights)
 
 
@@ -109,7 +102,7 @@ class _DenseAllRows(_FullBatch):
         owner = np.repeat(np.arange(runs), sizes)
         weights = np.zeros((runs, n))
         # (run, row) pairs are distinct: a run's batch holds each row at most once
-        weights[owner, rows] = _clipped_weights(
+        weights[owner, rows] = clipped_weights(
             self.margins(theta)[owner, rows],
             self.y.take(rows),
             self.norms.take(rows),
@@ -127,13 +120,13 @@ class _DenseGather(_DenseAllRows):
         rows, sizes = poisson_batches(rng, self.X.shape[0], self.q, runs)
         xb = self.X.take(rows, axis=0)  # the same rows as X[rows], gathered faster
         if runs == 1:  # two BLAS matrix-vector products
-            w = _clipped_weights(
+            w = clipped_weights(
                 xb @ theta[0], self.y.take(rows), self.norms.take(rows), self.loss, self.clip
             )
             return (xb.T @ w)[None, :]
         owner = np.repeat(np.arange(runs), sizes)
         margins = np.einsum("ij,ij->i", xb, theta[owner])
-        w = _clipped_weights(
+        w = clipped_weights(
             margins, self.y.take(rows), self.norms.take(rows), self.loss, self.clip
         )
         indptr = np.concatenate([[0], np.cumsum(sizes)])
@@ -158,7 +151,7 @@ class _SparseRows(_DenseAllRows):
         margins = np.zeros(rows.size)
         if prod.size:
             margins[filled] = np.add.reduceat(prod, sub.indptr[:-1][filled])
-        w = _clipped_weights(
+        w = clipped_weights(
             margins, self.y.take(rows), self.norms.take(rows), self.loss, self.clip
         )
         return _run_sums(flat, np.repeat(w, per_row) * sub.data, runs, d)
@@ -198,7 +191,7 @@ class _PaddedRows(_DenseAllRows):
         flat = self.columns.take(rows, axis=0)  # then (run, column) as one flat index
         flat += np.repeat(np.arange(runs) * d, sizes)[:, None]
         margins = np.einsum("ij,ij->i", values, theta.take(flat))
-        w = _clipped_weights(
+        w = clipped_weights(
             margins, self.y.take(rows), self.norms.take(rows), self.loss, self.clip
         )
         values *= w[:, None]
@@ -212,7 +205,13 @@ class _SourceFullBatch:
         self.source, self.loss, self.clip = source, loss, clip
 
     def gradients(self, theta, rng):
-        return np.vstack([self.source.clipped_gradient_sum(t, self.loss, self.clip) for t in theta])
+        return np.vstack([self._sum(np.asarray(t, dtype=np.float64)) for t in theta])
+
+    def _sum(self, theta: np.ndarray) -> np.ndarray:
+        """sum_i clip_C(grad l_i(theta)) over all rows: one pass of the source."""
+        source = self.source
+        args = (theta, self.loss, self.clip, source.policy)
+        return source.reduce(chunk_clipped_sum, source.d, *args, scaled=True)
 
 
 def _kernel(data, loss, clip, q, runs):
@@ -262,7 +261,7 @@ def dpsgd_runs(
     with its own noise multiplier (or, with ``sampling_rate=None``, full-batch
     DP-GD, :func:`dpgd_event`); the runs are independent, as Papernot-Steinke
     tuning requires. Running them together only shares the Python-level loop and
-    the matrix products. ``X`` may be a :class:`~dpconvex.mechanisms.sources.RowSource`
+    the matrix products. ``X`` may be a :class:`~dpconvex.data.sources.RowSource`
     (then ``y=None``); out-of-core sources support full batches only.
 
     The noisy sum of clipped gradients is divided by ``sampling_rate * rows`` (the
@@ -322,14 +321,6 @@ def _run_sums(flat: np.ndarray, weights: np.ndarray, runs: int, d: int) -> np.nd
     sums = np.bincount(flat, weights=weights, minlength=runs * d)
     # (numpy's bincount returns integers when nothing is counted: an empty batch)
     return sums.astype(np.float64, copy=False).reshape(runs, d)
-
-
-def _clipped_weights(margins, y, norms, loss, clip: float) -> np.ndarray:
-    """f'_i * min(1, C / (|f'_i| ||x_i||)): the clipped gradient of example i is weight_i x_i."""
-    deriv = loss.derivative(margins, y)
-    gnorm = np.abs(deriv) * norms
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return deriv * np.where(gnorm > clip, clip / gnorm, 1.0)
 
 
 def dpsgd(
@@ -401,7 +392,7 @@ def dpgd(
 
     ``steps`` Gaussian mechanisms of sensitivity C and noise z C compose exactly
     into one of noise z / sqrt(steps). ``X`` may be a
-    :class:`~dpconvex.mechanisms.sources.RowSource` (then ``y=None``): out of core,
+    :class:`~dpconvex.data.sources.RowSource` (then ``y=None``): out of core,
     each step is one pass over the rows.
     """
     noise_multiplier = v.positive("noise_multiplier", noise_multiplier)

@@ -11,11 +11,11 @@ import numpy as np
 from dp_accounting.dp_event import GaussianDpEvent
 
 from .. import _validation as v
+from ..data.sources import as_rows
 from ..losses import ClippedLoss, require_glm
 from ..optim import solve
 from ._checks import gradient_bound
 from .release import Release
-from .sources import as_rows
 
 
 def output_sensitivity(lipschitz: float, lam: float, tau: float) -> float:
@@ -52,7 +52,7 @@ def output_perturbation(
     provable phase needs the loss's curvature bound: a loss without one is refused here,
     before the solve); if it cannot (tau below float64's rounding of the gradient), nothing
     is released (:class:`dpconvex.optim.CertificateError`, a message without numbers).
-    ``X`` may be a :class:`~dpconvex.mechanisms.sources.RowSource` (then ``y=None``).
+    ``X`` may be a :class:`~dpconvex.data.sources.RowSource` (then ``y=None``).
     The release's ``info`` (iterations, gradient norm, solver, passes) depends on the
     data: a diagnostic for the data owner, not covered by the guarantee.
     """

@@ -54,7 +54,7 @@ def check_labels(y, classes: np.ndarray, *, declared: bool) -> None:
     of ``y``. ``y`` may be a numpy array or a (lazy) dask array; only membership is
     computed.
     """
-    from ..scale.objective import is_dask_array
+    from ..data.dask_rows import is_dask_array
 
     inside = _isin(y, classes)
     ok = bool(inside.all().compute()) if is_dask_array(inside) else bool(np.all(inside))

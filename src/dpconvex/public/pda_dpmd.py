@@ -34,6 +34,7 @@ from .. import _validation as v
 from .._arrays import row_norms
 from .._random import make_rng
 from ..accounting import PrivacyAccountant, gaussian_delta, gaussian_sigma
+from ..data.clipping import clipped_weights
 from ..losses import GLMLoss
 from ..mechanisms.release import Release
 from ..optim.noisy_gradient import full_batches, noisy_gradient_run
@@ -135,11 +136,8 @@ def clipped_gradient_sums(
     scaled by min(1, C / norm) (Algorithm 1, line 4; clip as in footnote 2 of §1.4).
     """
     u = np.asarray(X @ thetas)  # (n, B)
-    d = loss.derivative(u, y[:, None])
-    size = np.abs(d) * norms[:, None]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        factor = np.where(size > clips[None, :], clips[None, :] / size, 1.0)
-    return np.asarray(X.T @ (d * factor))
+    weights = clipped_weights(u, y[:, None], norms[:, None], loss, clips[None, :])
+    return np.asarray(X.T @ weights)
 
 
 def pda_dpmd_runs(

@@ -7,6 +7,6 @@ The privacy accounting is the in-memory one: same events, same calibration, same
 certificate.
 """
 
-from .objective import DaskRows, is_dask_array
+from ..data.dask_rows import DaskRows, is_dask_array
 
 __all__ = ["DaskRows", "is_dask_array"]

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..mechanisms.row_kernels import chunk_scales
-from .objective import DaskRows, check_dask_inputs, first_chunks, is_dask_array, prepare_chunk
+from ..data.dask_rows import DaskRows, check_dask_inputs, first_chunks, is_dask_array
+from ..data.kernels import chunk_scales, prepare_chunk
+from ..data.policy import RowPolicy
 
 __all__ = [
     "cache_inputs",
@@ -108,17 +109,17 @@ def _row_block(key) -> int:
     return key[1] if isinstance(key, tuple) and len(key) > 1 else 0
 
 
-def cache_rows(X, targets, first_rows: int = 0, rows: dict | None = None):
+def cache_rows(X, targets, first_rows: int = 0, policy: RowPolicy | None = None):
     """``(X, targets, scales)``, held in the workers' memory for one fit when they fit there.
 
     See :func:`keeps_rows` for when. ``targets`` (labels as the mechanism reads them,
     computed from ``y``) are kept with the rows, so that no pass recomputes them; so are,
-    given the row policy ``rows``, the rows' scales (each row's factor and norm,
-    :func:`~dpconvex.mechanisms.row_kernels.chunk_scales`; 16 bytes per row), so that no
+    given the row policy ``policy``, the rows' scales (each row's factor and norm,
+    :func:`~dpconvex.data.kernels.chunk_scales`; 16 bytes per row), so that no
     pass recomputes the rows' norms (else ``scales`` is None). What belongs to the chunks
     that hold the first ``first_rows`` rows is computed before the rest (a higher task
     priority on dask.distributed), so that the solver's warm start, which reads only
-    those rows (:meth:`~dpconvex.scale.objective.DaskRows.on_subsample`), runs while the
+    those rows (:meth:`~dpconvex.data.dask_rows.DaskRows.on_subsample`), runs while the
     rest load: their targets and scales, and their reads when the rows are not held yet
     (the estimators start the reads earlier, in :func:`cache_inputs`).
     """
@@ -127,8 +128,8 @@ def cache_rows(X, targets, first_rows: int = 0, rows: dict | None = None):
     if not keeps_rows(X):
         return X, list(targets), None
     extra = []
-    if rows is not None:
-        extra = [X.map_blocks(chunk_scales, rows, dtype=np.float64, chunks=(X.chunks[0], (2,)))]
+    if policy is not None:
+        extra = [X.map_blocks(chunk_scales, policy, dtype=np.float64, chunks=(X.chunks[0], (2,)))]
     with dask.annotate(priority=_first_chunks_first(X, first_rows, rest=0)):
         X, *held = dask.persist(X, *extra, *targets)
     return X, held[len(extra) :], held[0] if extra else None
@@ -155,20 +156,15 @@ def _workers() -> dict | None:
         return None
 
 
-def row_policy(est) -> dict:
+def row_policy(est) -> RowPolicy:
     """``est``'s row policy and intercept, as the row kernels take them."""
-    return {
-        "row_norm": est.row_norm,
-        "row_bound": est.row_bound,
-        "fit_intercept": est.fit_intercept,
-        "intercept_scaling": est.intercept_scaling,
-    }
+    return RowPolicy(est.row_norm, est.row_bound, est.fit_intercept, est.intercept_scaling)
 
 
 def dask_rows(est, X, y, scales=None) -> DaskRows:
     """The row source over dask rows ``X`` and labels ``y``, with ``est``'s row policy
     (and the rows' scales, when :func:`cache_rows` kept them)."""
-    return DaskRows(X, y, **row_policy(est), scales=scales)
+    return DaskRows(X, y, **row_policy(est).settings(), scales=scales)
 
 
 def linear_scores(est, X):

@@ -39,12 +39,14 @@ import math
 import mmap
 import os
 import stat
-import sys
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
 import numpy as np
+
+from .zarr_codecs import Chain, Shard, _decode_into, _shard_index
+from .zarr_metadata import _chunk_key, _fill_value, _v2_chain, _v3_chain, _v3_endian
 
 #: most bytes one task returns (a row chunk) and one stored chunk decodes to
 MAX_CHUNK_BYTES = 2**31
@@ -54,41 +56,8 @@ SMALL_CHUNK_BYTES = 2**24
 MAX_CHUNKS = 100_000
 #: largest metadata file (zarr.json, .zarray, .zattrs, ...) handed to zarr
 MAX_METADATA_BYTES = 2**24
-#: decoded bytes taken from a streaming decompressor at a time
-_PIECE = 2**22
-#: memory an lzma decoder may use (xz -9 needs 65 MiB)
-_LZMA_MEMLIMIT = 2**28
-#: the bit pattern written into a chunk's last element before decoding into it: a
-#: payload no float or integer writer produces by chance (a NaN with a fixed payload).
-#: If it is still there afterwards, the chunk is decoded once more, checking its length.
-_SENTINEL = np.frombuffer(b"dpcvxZR\xff", dtype=np.uint8)
 _METADATA = ("zarr.json", ".zarray", ".zattrs", ".zgroup", ".zmetadata")
 _EMPTY = 2**64 - 1  # a shard index entry of a chunk never written
-_STREAMING = frozenset({"zlib", "gzip", "bz2", "lzma"})
-_V3_COMPRESSORS = {"zstd": "zstd", "blosc": "blosc", "gzip": "gzip"} | {
-    f"numcodecs.{name}": name for name in ("zstd", "blosc", "lz4", "zlib", "gzip", "bz2", "lzma")
-}
-_V2_COMPRESSORS = frozenset({"zstd", "blosc", "lz4", "zlib", "gzip", "bz2", "lzma"})
-
-
-@dataclass(frozen=True)
-class Chain:
-    """How one stored chunk turns into values: its compressor, checksum and layout."""
-
-    codec: str | None  # None: the bytes are stored as they are
-    order: str = "C"  # the layout of a decoded chunk, "C" or "F"
-    checksum: bool = False  # a crc32c of the stored bytes follows them (v3)
-    lzma_format: int = 1  # the lzma framing (lzma.FORMAT_*), for codec "lzma"
-
-
-@dataclass(frozen=True)
-class Shard:
-    """The inner chunks of a v3 shard and where its index lies."""
-
-    inner: tuple[int, int]
-    chain: Chain
-    index_checksum: bool
-    index_at_end: bool
 
 
 @dataclass(frozen=True)
@@ -262,9 +231,6 @@ def _read_block(chunks: ZarrChunks, block_id=None) -> np.ndarray:
     return chunks.read(block_id[0])
 
 
-# -- files ----------------------------------------------------------------------------
-
-
 def _inside(root: str, path: str) -> bool:
     return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
 
@@ -334,159 +300,6 @@ def _brief(error: BaseException) -> str:
 
 def _length_error(label: str, got: int, want: int, verb: str = "holds") -> str:
     return f"{label} {verb} {got} bytes; a chunk of this array has {want}"
-
-
-# -- decoders -------------------------------------------------------------------------
-
-
-def _decode_into(data, *, chain: Chain, flat: np.ndarray) -> str | None:
-    """Decode the stored bytes ``data`` into ``flat`` (uint8), which they must fill
-    exactly: the problem if not, else None. Never decodes more than ``flat`` holds."""
-    if chain.checksum:
-        data, problem = _strip_checksum(data)
-        if problem:
-            return problem
-    if chain.codec is None:
-        if len(data) != flat.nbytes:
-            return f"holds {len(data)} bytes; a chunk of this array has {flat.nbytes}"
-        flat[:] = np.frombuffer(data, dtype=np.uint8)
-        return None
-    if chain.codec in _STREAMING:
-        return _inflate(chain, data, flat)
-    return _one_shot(chain.codec, data, flat)
-
-
-def _strip_checksum(data):
-    import google_crc32c
-
-    if len(data) < 4:
-        return data, "is shorter than its checksum"
-    body = data[:-4]
-    expected = int.from_bytes(bytes(data[-4:]), "little")
-    if google_crc32c.value(np.frombuffer(body, dtype=np.uint8)) != expected:
-        return body, "fails its crc32c checksum"
-    return body, None
-
-
-def _one_shot(codec: str, data, flat: np.ndarray) -> str | None:
-    """zstd, blosc, lz4: numcodecs decodes into ``flat`` after checking the size the
-    frame declares against it."""
-    if codec == "blosc":
-        import numcodecs.blosc
-
-        if len(data) < 16:
-            return "is shorter than a blosc header"
-        declared = int.from_bytes(bytes(data[4:8]), "little")
-        stored = int.from_bytes(bytes(data[12:16]), "little")
-        if stored != len(data):
-            return f"declares {stored} compressed bytes but holds {len(data)}"
-        if declared != flat.nbytes:
-            return f"declares {declared} bytes; a chunk of this array has {flat.nbytes}"
-        numcodecs.blosc.decompress(data, flat)
-        return None
-    if codec == "lz4":
-        import numcodecs.lz4
-
-        declared = int.from_bytes(bytes(data[:4]), "little") if len(data) >= 4 else -1
-        if declared != flat.nbytes:
-            return f"declares {declared} bytes; a chunk of this array has {flat.nbytes}"
-        numcodecs.lz4.decompress(data, flat)
-        return None
-    return _zstd(data, flat)
-
-
-def _zstd(data, flat: np.ndarray) -> str | None:
-    import numcodecs.zstd
-
-    mark = _SENTINEL[-min(flat.size, _SENTINEL.size) :]  # a chunk may be shorter
-    tail = flat[-mark.size :]
-    tail[:] = mark
-    try:
-        numcodecs.zstd.decompress(data, flat)
-    except ValueError as error:  # its frames declare more than the chunk
-        return f"does not decode to a chunk of this array ({flat.size} bytes): {error}"
-    if np.array_equal(tail, mark):  # a short decode would leave it: measure the length
-        # bounded: the frames declared at most the chunk's size (checked just now)
-        decoded = np.frombuffer(numcodecs.zstd.decompress(data), dtype=np.uint8)
-        if decoded.size != flat.size:
-            return f"decodes to {decoded.size} bytes; a chunk of this array has {flat.size}"
-        flat[:] = decoded
-    return None
-
-
-def _decompressor(chain: Chain):
-    import bz2
-    import lzma
-    import zlib
-
-    if chain.codec == "zlib":
-        return zlib.decompressobj()
-    if chain.codec == "gzip":
-        return zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
-    if chain.codec == "bz2":
-        return bz2.BZ2Decompressor()
-    return lzma.LZMADecompressor(format=chain.lzma_format, memlimit=_LZMA_MEMLIMIT)
-
-
-def _inflate(chain: Chain, data, flat: np.ndarray) -> str | None:
-    """Stream ``data`` through its decompressor into ``flat``, in pieces of at most
-    ``_PIECE`` bytes in and out, asking one byte more than is left: a stream that decodes
-    to more than the chunk is refused at once."""
-    out, total, pos = memoryview(flat), flat.nbytes, 0
-    zlib_like = chain.codec in ("zlib", "gzip")  # unread input comes back as unconsumed_tail
-    decoder, carry, at = _decompressor(chain), b"", 0
-    while True:
-        if decoder.eof:
-            carry = decoder.unused_data
-            if not carry and at == len(data):
-                break
-            if chain.codec == "gzip" and not carry.strip(b"\0") and not _any(data[at:]):
-                break  # gzip files may be padded with zeros
-            if chain.codec == "zlib":
-                return "has bytes after its compressed stream"
-            decoder = _decompressor(chain)  # the next member (gzip) or stream (bz2, xz)
-            continue
-        given = b""
-        if zlib_like or decoder.needs_input:
-            if carry:
-                given, carry = carry, b""
-            else:
-                given, at = data[at : at + _PIECE], min(at + _PIECE, len(data))
-        piece = decoder.decompress(given, min(total - pos + 1, _PIECE))
-        if zlib_like:
-            carry = decoder.unconsumed_tail
-        if len(piece) > total - pos:
-            return f"decodes to more than a chunk of this array ({total} bytes)"
-        out[pos : pos + len(piece)] = piece
-        pos += len(piece)
-        waiting = zlib_like or decoder.needs_input
-        if not piece and not decoder.eof and waiting and not carry and at == len(data):
-            return f"is cut short: it decodes to {pos} bytes; a chunk of this array has {total}"
-        if not piece and zlib_like and given and len(carry) == len(given):
-            return "cannot be decoded (the decompressor makes no progress)"
-    if pos != total:
-        return f"decodes to {pos} bytes; a chunk of this array has {total}"
-    return None
-
-
-def _any(data) -> bool:
-    return bool(len(data)) and bool(np.frombuffer(data, dtype=np.uint8).any())
-
-
-def _shard_index(stored, count: int, shard: Shard):
-    """(count x 2 array of (offset, length), problem) from a shard's index."""
-    size = 16 * count + 4 * shard.index_checksum
-    if len(stored) < size:
-        return None, f"is shorter than its shard index ({size} bytes)"
-    raw = stored[len(stored) - size :] if shard.index_at_end else stored[:size]
-    if shard.index_checksum:
-        raw, problem = _strip_checksum(raw)
-        if problem:
-            return None, f"index {problem}"
-    return np.frombuffer(raw, dtype="<u8").reshape(count, 2).copy(), None
-
-
-# -- opening --------------------------------------------------------------------------
 
 
 def open_local(root: str | Path, component: str) -> ZarrChunks:
@@ -653,112 +466,3 @@ def _check_shard(shape, outer, shard: Shard, itemsize: int, label: str) -> None:
     if any(o % i for o, i in zip(outer, inner, strict=True)):
         raise ValueError(f"{label}: shards {outer} are not a whole number of chunks {inner}")
     _check_sizes(tuple(outer), inner, itemsize, f"{label} (a shard)")
-
-
-def _refuse(label: str, what: str) -> ValueError:
-    return ValueError(
-        f"{label} uses {what}, which dpconvex does not read: rewrite the array without it "
-        "(zarr's defaults are read, as are zstd, blosc, lz4, zlib, gzip, bz2 and lzma "
-        "compressors, transposition, crc32c and sharding)"
-    )
-
-
-def _v2_chain(meta, label: str) -> Chain:
-    if meta.filters:
-        raise _refuse(label, "filters")
-    if meta.order not in ("C", "F"):
-        raise _refuse(label, f"order {meta.order!r}")
-    codec = meta.compressor
-    if codec is None:
-        return Chain(None, order=meta.order)
-    name = getattr(codec, "codec_id", None)
-    if name not in _V2_COMPRESSORS:
-        raise _refuse(label, f"compressor {name!r}")
-    return _compressor_chain(name, codec.get_config(), meta.order, label)
-
-
-def _compressor_chain(name: str, config: dict, order: str, label: str, checksum=False) -> Chain:
-    if name != "lzma":
-        return Chain(name, order=order, checksum=checksum)
-    import lzma
-
-    fmt = config.get("format", lzma.FORMAT_XZ)
-    if config.get("filters") or fmt not in (lzma.FORMAT_AUTO, lzma.FORMAT_XZ, lzma.FORMAT_ALONE):
-        raise _refuse(label, "raw lzma or lzma filters")
-    return Chain("lzma", order=order, checksum=checksum, lzma_format=int(fmt))
-
-
-def _v3_chain(codecs, ndim: int, label: str, inner: bool = False):
-    """(Chain, None), or (None, Shard) for a sharded array, from a v3 codec list."""
-    specs = [codec.to_dict() for codec in codecs]
-    names = [spec["name"] for spec in specs]
-    order = "C"
-    if names and names[0] == "transpose":
-        axes = tuple(specs[0].get("configuration", {}).get("order", ()))
-        if sorted(axes) != list(range(ndim)):
-            raise _refuse(label, f"transposition {axes}")
-        order = "F" if axes == (1, 0) else "C"
-        specs, names = specs[1:], names[1:]
-    if names and names[0] == "sharding_indexed" and not inner and len(names) == 1:
-        if order != "C":
-            raise _refuse(label, "a transposition before sharding")
-        return None, _v3_shard(codecs[-1], ndim, label)
-    if not names or names[0] != "bytes":
-        raise _refuse(label, f"codecs {names}")
-    rest = names[1:]
-    checksum = bool(rest) and rest[-1] == "crc32c"
-    rest = rest[:-1] if checksum else rest
-    if not rest:
-        return Chain(None, order=order, checksum=checksum), None
-    if len(rest) > 1 or rest[0] not in _V3_COMPRESSORS:
-        raise _refuse(label, f"codecs {names}")
-    config = dict(specs[1].get("configuration") or {})
-    return _compressor_chain(_V3_COMPRESSORS[rest[0]], config, order, label, checksum), None
-
-
-def _v3_shard(codec, ndim: int, label: str) -> Shard:
-    inner_chain, nested = _v3_chain(codec.codecs, ndim, label, inner=True)
-    index = [c.to_dict()["name"] for c in codec.index_codecs]
-    if index not in (["bytes"], ["bytes", "crc32c"]) or _endian(codec.index_codecs[0]) == "big":
-        raise _refuse(label, f"a shard index encoded by {index}")
-    inner = tuple(codec.chunk_shape)
-    return Shard(
-        inner=(inner[0], inner[1] if ndim == 2 else 1),
-        chain=inner_chain,
-        index_checksum=index[-1] == "crc32c",
-        index_at_end=getattr(codec.index_location, "value", codec.index_location) == "end",
-    )
-
-
-def _endian(codec) -> str:
-    endian = getattr(codec, "endian", None)
-    return sys.byteorder if endian is None else str(getattr(endian, "value", endian))
-
-
-def _v3_endian(codecs, shard: Shard | None) -> str:
-    """The byte order of the stored values (the bytes codec's): "<" or ">"."""
-    chain = codecs if shard is None else codecs[-1].codecs
-    serializer = next(c for c in chain if c.to_dict()["name"] == "bytes")
-    return "<" if _endian(serializer) == "little" else ">"
-
-
-def _chunk_key(meta, label: str) -> tuple[str, str]:
-    if meta.zarr_format == 2:
-        prefix, sep = "", meta.dimension_separator
-    else:
-        encoding = meta.chunk_key_encoding
-        sep = encoding.separator
-        prefix = "c" + sep if encoding.name == "default" else ""
-    ndim = len(meta.shape)
-    probe = (3, 5)[:ndim]
-    if sep not in (".", "/") or meta.encode_chunk_key(probe) != prefix + sep.join(map(str, probe)):
-        raise _refuse(label, "an unusual chunk key encoding")
-    return prefix, sep
-
-
-def _fill_value(array, dtype: np.dtype, label: str):
-    fill = array.fill_value
-    try:
-        return np.asarray(0 if fill is None else fill).astype(dtype.newbyteorder("="))[()]
-    except (TypeError, ValueError, OverflowError):
-        raise ValueError(f"{label} declares a fill value {fill!r} its dtype cannot hold") from None

@@ -19,6 +19,7 @@ from dp_accounting.dp_event import GaussianDpEvent, SelfComposedDpEvent
 from .. import _validation as v
 from .._random import make_rng
 from ..accounting import gaussian_sigma
+from ..data.clipping import clip_factors
 from ..mechanisms.release import Release
 from ..optim.noisy_gradient import noisy_gradient_run, shuffled_batches
 from .glm import GLMData
@@ -63,7 +64,7 @@ def clipped_dpsgd(
     def noisy_step(w, rows, rng):
         g = data.sample_gradients(w, rows)
         norms = np.linalg.norm(g, axis=1)
-        g *= np.minimum(1.0, clip / np.maximum(norms, 1e-300))[:, None]
+        g *= clip_factors(np.maximum(norms, 1e-300), clip, nan_factor=np.nan)[:, None]
         step = g.sum(axis=0) / rows.size + rng.normal(0.0, sigma, d)
         w = w - step_size * step
         nw = np.linalg.norm(w)

@@ -1,4 +1,4 @@
-"""Row preprocessing that is free of privacy cost, and the declared row-norm bound.
+"""The row policy: row preprocessing that is free of privacy cost, and the declared bound.
 
 Bounds are never read off the data: a row is normalized to unit norm (a per-row
 map, free of privacy cost, as in Redberg, Koskela & Wang, arXiv 2401.00583, §5),
@@ -11,6 +11,8 @@ regularizer on every coordinate, App. E).
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
+from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
@@ -18,6 +20,53 @@ import scipy.sparse as sp
 from .._arrays import row_norms
 
 ROW_NORMS = ("normalize", "clip", "error")
+
+
+@dataclass(frozen=True)
+class RowPolicy:
+    """How raw rows become the rows a mechanism sees: the row policy, then the intercept.
+
+    ``row_norm`` is one of :data:`ROW_NORMS`, or None for rows that already are the
+    mechanism's (no factor, no intercept column: :meth:`identity`). The transformed row is
+    (f_i x_i, ``intercept_scaling``) with f_i from :func:`row_scales`; its norm is at most
+    :attr:`bound`.
+    """
+
+    row_norm: str | None
+    row_bound: float
+    fit_intercept: bool
+    intercept_scaling: float = 1.0
+
+    @classmethod
+    def identity(cls, row_bound: float) -> RowPolicy:
+        """The policy of rows that already are the mechanism's (no factor, no intercept)."""
+        return cls(None, float(row_bound), False, 1.0)
+
+    @property
+    def is_identity(self) -> bool:
+        return self.row_norm is None
+
+    @property
+    def bound(self) -> float:
+        """Norm bound R of the transformed rows."""
+        if self.row_norm is None:
+            return float(self.row_bound)
+        r = self
+        return design_bound(r.row_norm, r.row_bound, r.fit_intercept, r.intercept_scaling)
+
+    def settings(self) -> dict:
+        """The four settings as keyword arguments (of :func:`design_rows` and the sources)."""
+        return {
+            "row_norm": self.row_norm,
+            "row_bound": self.row_bound,
+            "fit_intercept": self.fit_intercept,
+            "intercept_scaling": self.intercept_scaling,
+        }
+
+
+def as_policy(rows: RowPolicy | Mapping) -> RowPolicy:
+    """``rows`` as a :class:`RowPolicy` (a mapping of its fields is accepted too)."""
+    return rows if isinstance(rows, RowPolicy) else RowPolicy(**rows)
 
 
 def _scale_rows(X, factors: np.ndarray):

@@ -1,33 +1,37 @@
 """Row kernels in cache blocks: what every pass over dense rows computes, wherever they live.
 
 A mechanism's rows are raw rows under the row policy and the intercept column
-(:mod:`dpconvex.mechanisms.rows`). The kernels here read a block of *raw* rows and the
+(:mod:`dpconvex.data.policy`). The kernels here read a block of *raw* rows and the
 policy's per-row factors, never a transformed copy, and work through it in blocks of
 :data:`BLOCK_ROWS` rows. Each ``chunk_*`` function takes one chunk (an in-memory array
 is one chunk; a dask array's row chunks are many) and returns its partial sums; the
-row sources add them (:class:`dpconvex.mechanisms.sources.InMemoryRows`,
-:class:`dpconvex.scale.DaskRows`).
+row sources add them (:class:`dpconvex.data.sources.InMemoryRows`,
+:class:`dpconvex.scale.DaskRows`). ``policy`` is the chunk's :class:`~.policy.RowPolicy`
+(or a mapping of its fields).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from .._arrays import row_norms
 from ..losses import GLMLoss
 from ..optim.objective import clipping_kappa
-from ._checks import check_labels
-from .rows import row_scales
+from .checks import check_labels
+from .clipping import clipped_weights
+from .policy import RowPolicy, add_intercept, as_policy, row_scales, transform_rows
 
 
-def chunk_scales(xb, rows: dict) -> np.ndarray:
+def chunk_scales(xb, policy: RowPolicy) -> np.ndarray:
     """Per row of a chunk of raw rows: the row policy's factor f_i and the norm of the
     transformed row (f_i x_i, c), as an (m, 2) array; raises on NaN or infinity.
 
     They depend on the rows alone (not on theta, the labels or the loss), so a source
     that holds its rows computes them once (:meth:`InMemoryRows.reduce
-    <dpconvex.mechanisms.sources.InMemoryRows.reduce>`, :func:`dpconvex.scale.fit.cache_rows`)
+    <dpconvex.data.sources.InMemoryRows.reduce>`, :func:`dpconvex.scale.fit.cache_rows`)
     and every pass reads them instead of the rows' norms (``scales=`` of the kernels).
     """
+    policy = as_policy(policy)
     xb = np.asarray(xb, dtype=np.float64)
     if xb.ndim != 2:
         raise ValueError(f"X must be two-dimensional, got a chunk of shape {xb.shape}")
@@ -38,13 +42,13 @@ def chunk_scales(xb, rows: dict) -> np.ndarray:
         if not np.all(np.isfinite(squares)) and not np.all(np.isfinite(block)):
             raise ValueError("X contains NaN or infinity")
         norms = np.sqrt(squares)
-        if rows["row_norm"] is None:
+        if policy.row_norm is None:
             f = np.ones_like(norms)
         else:
-            f = row_scales(norms, rows["row_norm"], rows["row_bound"])
+            f = row_scales(norms, policy.row_norm, policy.row_bound)
         scaled = norms * f
-        if rows["fit_intercept"]:
-            scaled = np.sqrt(scaled**2 + float(rows["intercept_scaling"]) ** 2)
+        if policy.fit_intercept:
+            scaled = np.sqrt(scaled**2 + float(policy.intercept_scaling) ** 2)
         out[start : start + BLOCK_ROWS, 0] = f
         out[start : start + BLOCK_ROWS, 1] = scaled
     return out
@@ -54,8 +58,8 @@ class RowChunk:
     """A block of raw rows as the mechanism sees them, without copying the block.
 
     The transformed row is (f_i x_i, c): the row policy's factor f_i
-    (:func:`~dpconvex.mechanisms.rows.row_scales`) and, with an intercept, the constant
-    c = ``intercept_scaling``; ``rows["row_norm"]`` None means the rows are already the
+    (:func:`~dpconvex.data.policy.row_scales`) and, with an intercept, the constant
+    c = ``intercept_scaling``; ``rows.row_norm`` None means the rows are already the
     mechanism's (f_i = 1). Margins, gradients and Hessians are formed from the raw block
     and f, which is the arithmetic of :class:`~dpconvex.optim.PerturbedGLMObjective` on
     the copied rows up to rounding. The kernels cut each chunk into blocks of
@@ -63,16 +67,17 @@ class RowChunk:
     gradient and the Hessian read a block from the cache, not the chunk several times from memory.
     """
 
-    def __init__(self, xb, yb, loss: GLMLoss | None, rows: dict, scales=None):
+    def __init__(self, xb, yb, loss: GLMLoss | None, policy: RowPolicy, scales=None):
+        policy = as_policy(policy)
         xb = np.asarray(xb, dtype=np.float64)
         if xb.ndim != 2:
             raise ValueError(f"X must be two-dimensional, got a chunk of shape {xb.shape}")
         if scales is None:
-            scales = chunk_scales(xb, rows)
+            scales = chunk_scales(xb, policy)
         self.xb = xb
         self.f = np.ascontiguousarray(scales[:, 0])
         self.norms = np.ascontiguousarray(scales[:, 1])
-        self.c = float(rows["intercept_scaling"]) if rows["fit_intercept"] else None
+        self.c = float(policy.intercept_scaling) if policy.fit_intercept else None
         if loss is None:
             self.y, self.loss, self.args = np.asarray(yb, dtype=np.float64).ravel(), None, ()
             return
@@ -204,13 +209,14 @@ class RowScales:
         self.filled = False
 
 
-def row_blocks(xb, yb, loss: GLMLoss | None, rows: dict, multiple: int = 1, scales=None):
+def row_blocks(xb, yb, loss: GLMLoss | None, policy: RowPolicy, multiple: int = 1, scales=None):
     """The chunk as :class:`RowChunk` blocks of about :data:`BLOCK_ROWS` rows (a multiple of
     ``multiple``, so that every k-th row of each block is every k-th row of the chunk).
 
     ``scales``: the chunk's :func:`chunk_scales` if the source holds them, as an array or a
     :class:`RowScales` (filled by this pass if it is not yet); None: each block computes
     its own."""
+    policy = as_policy(policy)
     xb = np.asarray(xb, dtype=np.float64)
     if xb.ndim != 2:
         raise ValueError(f"X must be two-dimensional, got a chunk of shape {xb.shape}")
@@ -221,8 +227,8 @@ def row_blocks(xb, yb, loss: GLMLoss | None, rows: dict, multiple: int = 1, scal
     for start in range(0, max(xb.shape[0], 1), step):
         part = slice(start, start + step)
         if fill:
-            held[part] = chunk_scales(xb[part], rows)
-        yield RowChunk(xb[part], yb[part], loss, rows, None if held is None else held[part])
+            held[part] = chunk_scales(xb[part], policy)
+        yield RowChunk(xb[part], yb[part], loss, policy, None if held is None else held[part])
     if fill:
         scales.filled = True
 
@@ -234,13 +240,13 @@ def _hessian_sum(xb, stride: int, with_intercept: bool) -> tuple[float, GramSum]
     return scale, GramSum(-(-BLOCK_ROWS // stride), np.shape(xb)[1] + with_intercept)
 
 
-def chunk_value_grad(xb, yb, theta, loss, rows, hessian=0, value=True, scales=None):
+def chunk_value_grad(xb, yb, theta, loss, policy, hessian=0, value=True, scales=None):
     """[value (if ``value``), gradient, Hessian (row stride ``hessian``, if > 0) raveled]."""
     stride = max(1, int(hessian))
-    blocks = row_blocks(xb, yb, loss, rows, stride, scales)
+    blocks = row_blocks(xb, yb, loss, policy, stride, scales)
     if not hessian:
         return sum(block.value_grad(theta, value) for block in blocks)
-    scale, gram = _hessian_sum(xb, stride, rows["fit_intercept"])
+    scale, gram = _hessian_sum(xb, stride, as_policy(policy).fit_intercept)
 
     def update(block, curvature):
         block.hessian(curvature, stride, scale, gram)
@@ -249,33 +255,78 @@ def chunk_value_grad(xb, yb, theta, loss, rows, hessian=0, value=True, scales=No
     return np.concatenate([head, gram.result().ravel()])
 
 
-def chunk_hessian(xb, yb, theta, loss, rows, stride=1, scales=None):
+def chunk_hessian(xb, yb, theta, loss, policy, stride=1, scales=None):
     stride = max(1, int(stride))
-    scale, gram = _hessian_sum(xb, stride, rows["fit_intercept"])
-    for block in row_blocks(xb, yb, loss, rows, stride, scales):
+    scale, gram = _hessian_sum(xb, stride, as_policy(policy).fit_intercept)
+    for block in row_blocks(xb, yb, loss, policy, stride, scales):
         block.hessian(
             block.loss.second_derivative(block.times(theta), *block.args), stride, scale, gram
         )
     return gram.result().ravel()
 
 
-def chunk_hvp(xb, yb, theta, v, loss, rows, scales=None):
+def chunk_hvp(xb, yb, theta, v, loss, policy, scales=None):
     return sum(
         block.transposed_times(
             block.loss.second_derivative(block.times(theta), *block.args) * block.times(v)
         )
-        for block in row_blocks(xb, yb, loss, rows, scales=scales)
+        for block in row_blocks(xb, yb, loss, policy, scales=scales)
     )
 
 
-def chunk_clipped_sum(xb, yb, theta, loss, clip, rows, scales=None):
-    from .dpsgd import _clipped_weights
-
+def chunk_clipped_sum(xb, yb, theta, loss, clip, policy, scales=None):
+    """sum_i clip_C(grad l_i(theta)) over the chunk's transformed rows: DP-GD's gradient."""
     return sum(
         block.transposed_times(
-            _clipped_weights(
+            clipped_weights(
                 block.times(theta), check_labels(loss, block.y), block.norms, loss, clip
             )
         )
-        for block in row_blocks(xb, yb, None, rows, scales=scales)
+        for block in row_blocks(xb, yb, None, policy, scales=scales)
     )
+
+
+def prepare_chunk(
+    xb, row_norm: str, row_bound: float, fit_intercept: bool, intercept_scaling: float
+) -> np.ndarray:
+    """Row policy and intercept for one chunk (both act row by row, so chunking is exact)."""
+    xb = np.asarray(xb, dtype=np.float64)
+    if xb.ndim != 2:
+        raise ValueError(f"X must be two-dimensional, got a chunk of shape {xb.shape}")
+    if not np.all(np.isfinite(xb)):
+        raise ValueError("X contains NaN or infinity")
+    xb = transform_rows(xb, row_norm, row_bound)
+    return add_intercept(xb, intercept_scaling) if fit_intercept else xb
+
+
+def sufficient_statistics(X, y) -> tuple[np.ndarray, np.ndarray, float, float]:
+    """(X^T X, X^T y, max row norm, max |y|) of in-memory rows (numpy or scipy.sparse)."""
+    y = np.asarray(y, dtype=np.float64)
+    if y.ndim != 1 or y.shape[0] != X.shape[0]:
+        raise ValueError(f"y must be one-dimensional with {X.shape[0]} entries, got {y.shape}")
+    gram = X.T @ X
+    gram = np.asarray(gram.toarray() if hasattr(gram, "toarray") else gram, dtype=np.float64)
+    xty = np.asarray(X.T @ y, dtype=np.float64).reshape(X.shape[1])
+    norms = row_norms(X)
+    return gram, xty, float(norms.max(initial=0.0)), float(np.max(np.abs(y), initial=0.0))
+
+
+def chunk_statistics(xb, yb, policy) -> np.ndarray:
+    """[X^T X raveled, X^T y, max row norm, max |y|] of a chunk's transformed rows.
+
+    Sums over chunks add; the last two entries combine by max (``maxima=2`` of the
+    sources' ``reduce``). Rows under the identity policy are used as they are (they may
+    be CSR); others get :func:`prepare_chunk`.
+    """
+    policy = as_policy(policy)
+    yb = np.asarray(yb, dtype=np.float64).ravel()
+    if not policy.is_identity:
+        xb = prepare_chunk(xb, **policy.settings())
+    gram, xty, max_norm, max_y = sufficient_statistics(xb, yb)
+    return np.concatenate([gram.ravel(), xty, [max_norm, max_y]])
+
+
+def split_statistics(total: np.ndarray, d: int) -> tuple[np.ndarray, np.ndarray, float, float]:
+    """(X^T X, X^T y, max row norm, max |y|) from :func:`chunk_statistics`' layout."""
+    gram = total[: d * d].reshape(d, d)
+    return gram, total[d * d : d * d + d], float(total[-2]), float(total[-1])

@@ -7,7 +7,7 @@ from functools import partial
 import numpy as np
 
 from ..losses import GLMLoss
-from .row_kernels import chunk_hessian, chunk_hvp, chunk_value_grad
+from .kernels import chunk_hessian, chunk_hvp, chunk_value_grad
 
 
 class RowSourceObjective:
@@ -15,7 +15,7 @@ class RowSourceObjective:
 
     Built by the sources' ``objective`` method (dense rows in memory, or dask chunks).
     The source adds the partial sums of the kernels of
-    :mod:`dpconvex.mechanisms.row_kernels` over its chunks (``source.reduce``), so the
+    :mod:`dpconvex.data.kernels` over its chunks (``source.reduce``), so the
     transformed rows x_i~ are never copied. Every evaluation is one pass over the rows
     (counted in ``passes``); gradients and the certificate are computed in float64 on
     the full objective. ``passes_are_expensive`` (the source's) tells the solvers to
@@ -49,7 +49,7 @@ class RowSourceObjective:
 
     def value_and_gradient(self, theta) -> tuple[float, np.ndarray]:
         theta = np.asarray(theta, dtype=np.float64)
-        total = self._reduce(chunk_value_grad, self.d + 1, theta, self.loss, self.source.rows)
+        total = self._reduce(chunk_value_grad, self.d + 1, theta, self.loss, self.source.policy)
         value = total[0] + 0.5 * self.lam * theta @ theta + self.b @ theta
         return float(value), total[1:] + self.lam * theta + self.b
 
@@ -65,7 +65,7 @@ class RowSourceObjective:
         width = d + (d * d if hessian else 0)
         stride = max(1, int(stride)) if hessian else 0
         total = self._reduce(
-            chunk_value_grad, width, theta, self.loss, self.source.rows, stride, False
+            chunk_value_grad, width, theta, self.loss, self.source.policy, stride, False
         )
         grad = total[:d] + self.lam * theta + self.b
         return grad, self._regularized(total[d:]) if hessian else None
@@ -90,7 +90,7 @@ class RowSourceObjective:
         """The d x d Hessian alone (one pass); ``stride`` as in :meth:`gradient_hessian`."""
         theta = np.asarray(theta, dtype=np.float64)
         total = self._reduce(
-            chunk_hessian, self.d * self.d, theta, self.loss, self.source.rows, stride
+            chunk_hessian, self.d * self.d, theta, self.loss, self.source.policy, stride
         )
         return self._regularized(total)
 
@@ -108,7 +108,8 @@ class RowSourceObjective:
     def hessian_vector(self, theta, v) -> np.ndarray:
         theta = np.asarray(theta, dtype=np.float64)
         v = np.asarray(v, dtype=np.float64)
-        return self._reduce(chunk_hvp, self.d, theta, v, self.loss, self.source.rows) + self.lam * v
+        hvp = self._reduce(chunk_hvp, self.d, theta, v, self.loss, self.source.policy)
+        return hvp + self.lam * v
 
     def smoothness(self) -> float:
         """A smoothness constant of F: n beta + lam, beta = sup f'' R^2 with R the source's

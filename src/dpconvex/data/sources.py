@@ -1,14 +1,15 @@
 """Where a mechanism reads its rows: one interface for in-memory and out-of-core data.
 
 Every mechanism (AMP, output perturbation, DP-GD, AdaSSP) is written once against a
-:class:`RowSource`. A source holds the rows the mechanism sees (row policy and intercept
-already applied, so their norms are at most ``row_bound``) and their labels, and
-answers the few questions the mechanisms ask:
+:class:`RowSource`. A source holds raw rows, their labels and a
+:class:`~.policy.RowPolicy` (the rows the mechanism sees, the policy and intercept
+applied, have norm at most ``row_bound``), and answers generic questions:
 
+* ``reduce(kernel, width, *args)`` — one pass: the sum over the source's chunks of a
+  kernel of :mod:`~.kernels` (the last ``maxima`` numbers combined by max);
+* ``subsample(m)`` — m of the rows as an in-memory source;
 * ``objective(loss, lam, b)`` — the perturbed GLM objective
-  sum_i l(theta; z_i) + (lam/2)||theta||^2 + b^T theta (value, gradient, Hessian);
-* ``clipped_gradient_sum(theta, loss, clip)`` — DP-GD's sum of clipped gradients;
-* ``sufficient_statistics()`` — AdaSSP's (X^T X, X^T y, max row norm, max |y|).
+  sum_i l(theta; z_i) + (lam/2)||theta||^2 + b^T theta (value, gradient, Hessian).
 
 :class:`InMemoryRows` wraps a numpy array or CSR matrix; the dask source
 (:class:`dpconvex.scale.DaskRows`) transforms each row chunk where it lives and
@@ -27,7 +28,12 @@ import scipy.sparse as sp
 
 from .._arrays import row_norms
 from ..losses import GLMLoss
-from ._checks import check_labels, check_rows
+from ..optim import PerturbedGLMObjective
+from ..optim.solvers import IN_MEMORY_EXACT_MAX_D
+from .checks import check_labels, check_rows
+from .kernels import RowScales
+from .objective import RowSourceObjective
+from .policy import RowPolicy, design_bound, design_rows, row_scales
 
 
 @runtime_checkable
@@ -37,12 +43,14 @@ class RowSource(Protocol):
     n: int
     d: int
     row_bound: float
+    policy: RowPolicy
+    passes: int
+
+    def reduce(self, fn, width: int, *args, scaled: bool = False, maxima: int = 0): ...
+
+    def subsample(self, m: int): ...
 
     def objective(self, loss: GLMLoss, lam: float, b: np.ndarray | None = None): ...
-
-    def clipped_gradient_sum(self, theta: np.ndarray, loss: GLMLoss, clip: float): ...
-
-    def sufficient_statistics(self) -> tuple[np.ndarray, np.ndarray, float, float]: ...
 
 
 class InMemoryRows:
@@ -52,7 +60,7 @@ class InMemoryRows:
     :meth:`from_raw` builds the source from *raw* rows and a row policy instead, as the
     estimators do: dense rows are then never copied into a transformed design; every
     evaluation of the objective is one pass of the row kernels over the raw array
-    (:mod:`dpconvex.mechanisms.row_kernels`, the kernels of the dask source), which
+    (:mod:`dpconvex.data.kernels`, the kernels of the dask source), which
     reads each block of rows from memory once. A mechanism that needs random access
     to the transformed rows (DP-SGD's batches, SVRG) gets them from :meth:`design`,
     built on first use.
@@ -64,21 +72,21 @@ class InMemoryRows:
     def __init__(self, X, y, loss: GLMLoss | None, row_bound: float):
         check_rows(X, row_bound)
         X = _stored(X)
-        self._init(X, y, loss, row_bound, _identity(row_bound))
+        self._init(X, y, loss, row_bound, RowPolicy.identity(row_bound))
 
-    def _init(self, X, y, loss, row_bound: float, rows: dict) -> None:
+    def _init(self, X, y, loss, row_bound: float, policy: RowPolicy) -> None:
         self.y = check_labels(loss, y) if loss is not None else np.asarray(y, dtype=np.float64)
         if self.y.ndim != 1 or self.y.shape[0] != X.shape[0]:
             raise ValueError(
                 f"y must be one-dimensional with {X.shape[0]} entries, got shape {self.y.shape}"
             )
-        self.raw, self.rows = X, dict(rows)
+        self.raw, self.policy = X, policy
         self.n = X.shape[0]
-        self.d = X.shape[1] + int(bool(rows["fit_intercept"]))
+        self.d = X.shape[1] + int(bool(policy.fit_intercept))
         self.row_bound = float(row_bound)
         self.passes = 0
         # the design, once built, is shared by the copies of with_labels
-        self._built = {"design": X} if rows["row_norm"] is None else {}
+        self._built = {"design": X} if policy.is_identity else {}
 
     def with_labels(self, y) -> InMemoryRows:
         """The same rows with other labels (one-vs-rest problems share the rows)."""
@@ -108,26 +116,19 @@ class InMemoryRows:
         Rows above ``row_bound`` under ``row_norm="error"`` raise here, before any
         evaluation. A CSR ``X`` gets its transformed design now (cheap to build).
         """
-        from .rows import design_bound, design_rows, row_scales
-
-        rows = {
-            "row_norm": row_norm,
-            "row_bound": row_bound,
-            "fit_intercept": fit_intercept,
-            "intercept_scaling": intercept_scaling,
-        }
+        policy = RowPolicy(row_norm, row_bound, fit_intercept, intercept_scaling)
         bound = design_bound(row_norm, row_bound, fit_intercept, intercept_scaling)
         X = _stored(X)
         if sp.issparse(X):  # the transformed CSR design, built now
             X = design_rows(X, row_norm, row_bound, fit_intercept, intercept_scaling)
-            rows = _identity(bound)
+            policy = RowPolicy.identity(bound)
         else:
             if X.ndim != 2:
                 raise ValueError(f"X must be two-dimensional, got shape {X.shape}")
             # checks the policy, and refuses rows above the bound under "error" now
             row_scales(row_norms(X) if row_norm == "error" else np.zeros(0), row_norm, row_bound)
         source = cls.__new__(cls)
-        source._init(X, y, loss, bound, rows)
+        source._init(X, y, loss, bound, policy)
         return source
 
     @property
@@ -138,19 +139,18 @@ class InMemoryRows:
     def design(self):
         """The transformed rows as one array: random access for DP-SGD's batches and SVRG."""
         if "design" not in self._built:
-            from .rows import design_rows
-
-            r = self.rows
+            p = self.policy
             self._built["design"] = design_rows(
-                self.raw, r["row_norm"], r["row_bound"], r["fit_intercept"], r["intercept_scaling"]
+                self.raw, p.row_norm, p.row_bound, p.fit_intercept, p.intercept_scaling
             )
         return self._built["design"]
 
-    def reduce(self, fn, width: int, *args, scaled: bool = False) -> np.ndarray:
-        """One pass: ``fn(X, y, *args)``, the kernel of :mod:`~.row_kernels` on the one chunk.
+    def reduce(self, fn, width: int, *args, scaled: bool = False, maxima: int = 0) -> np.ndarray:
+        """One pass: ``fn(X, y, *args)``, the kernel of :mod:`~.kernels` on the one chunk.
 
-        ``scaled``: ``fn`` takes the rows' :func:`~.row_kernels.chunk_scales` (``scales=``,
-        a :class:`~.row_kernels.RowScales`): the first such pass computes them from the
+        (``maxima`` is for the chunked sources: one chunk's numbers are their own maxima.)
+        ``scaled``: ``fn`` takes the rows' :func:`~.kernels.chunk_scales` (``scales=``,
+        a :class:`~.kernels.RowScales`): the first such pass computes them from the
         blocks it reads and keeps them (16 bytes per row, shared with the copies of
         :meth:`with_labels`), so that the other passes skip the rows' norms and the NaN
         check. On 10^6 x 100 rows a pass then took 0.073-0.078 s instead of 0.085.
@@ -159,8 +159,6 @@ class InMemoryRows:
         if not scaled:
             return np.asarray(fn(self.raw, self.y, *args), dtype=np.float64)
         if "scales" not in self._built:
-            from .row_kernels import RowScales
-
             self._built["scales"] = RowScales(self.n)
         scales = self._built["scales"]
         return np.asarray(fn(self.raw, self.y, *args, scales=scales), dtype=np.float64)
@@ -169,7 +167,7 @@ class InMemoryRows:
         """m evenly spaced rows as a source of the same kind (Newton's starting point)."""
         keep = np.linspace(0, self.n - 1, min(m, self.n)).astype(np.int64)
         source = type(self).__new__(type(self))
-        source._init(self.raw[keep], self.y[keep], None, self.row_bound, self.rows)
+        source._init(self.raw[keep], self.y[keep], None, self.row_bound, self.policy)
         return source
 
     def objective(self, loss: GLMLoss, lam: float, b: np.ndarray | None = None):
@@ -182,37 +180,9 @@ class InMemoryRows:
         four for the kernels, which start from the raw rows: a fit on 2,000 x 2,000 rows
         took 1.7x as long through them).
         """
-        from ..optim.solvers import IN_MEMORY_EXACT_MAX_D
-
         if sp.issparse(self.raw) or _mostly_zeros(self.raw) or self.d > IN_MEMORY_EXACT_MAX_D:
-            from ..optim import PerturbedGLMObjective
-
             return PerturbedGLMObjective(self.design(), self.y, loss, lam, b)
-        from .row_objective import RowSourceObjective
-
         return RowSourceObjective(self, loss, lam, b)
-
-    def clipped_gradient_sum(self, theta: np.ndarray, loss: GLMLoss, clip: float) -> np.ndarray:
-        from .dpsgd import clipped_gradient_sum
-
-        self.passes += 1
-        return clipped_gradient_sum(self.X, self.y, row_norms(self.X), loss, theta, clip)
-
-    def sufficient_statistics(self) -> tuple[np.ndarray, np.ndarray, float, float]:
-        from .adassp import sufficient_statistics
-
-        self.passes += 1
-        return sufficient_statistics(self.X, self.y)
-
-
-def _identity(row_bound: float) -> dict:
-    """The row policy of rows that already are the mechanism's (no factor, no intercept)."""
-    return {
-        "row_norm": None,
-        "row_bound": float(row_bound),
-        "fit_intercept": False,
-        "intercept_scaling": 1.0,
-    }
 
 
 def _stored(X):
@@ -227,8 +197,6 @@ def _mostly_zeros(X) -> bool:
 
     Judged on at most 10,000 evenly spaced rows: it only picks the faster kernels.
     """
-    from ..optim import PerturbedGLMObjective
-
     if not X.size:
         return False
     sample = X[:: max(1, X.shape[0] // 10_000)]

@@ -5,10 +5,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..losses import GLMLoss
-from ..mechanisms.row_kernels import chunk_clipped_sum
-from ..mechanisms.row_objective import RowSourceObjective
-from ..mechanisms.rows import add_intercept, design_bound, transform_rows
-from ..mechanisms.sources import InMemoryRows
+from .objective import RowSourceObjective
+from .policy import RowPolicy
+from .sources import InMemoryRows
 
 #: a pass's per-chunk partial sums are sent to the client and added there when they take
 #: at most this many bytes together (else they are added in a tree on the workers)
@@ -26,19 +25,6 @@ def is_dask_array(x) -> bool:
         and hasattr(x, "to_delayed")
         and hasattr(x, "chunks")
     )
-
-
-def prepare_chunk(
-    xb, row_norm: str, row_bound: float, fit_intercept: bool, intercept_scaling: float
-) -> np.ndarray:
-    """Row policy and intercept for one chunk (both act row by row, so chunking is exact)."""
-    xb = np.asarray(xb, dtype=np.float64)
-    if xb.ndim != 2:
-        raise ValueError(f"X must be two-dimensional, got a chunk of shape {xb.shape}")
-    if not np.all(np.isfinite(xb)):
-        raise ValueError("X contains NaN or infinity")
-    xb = transform_rows(xb, row_norm, row_bound)
-    return add_intercept(xb, intercept_scaling) if fit_intercept else xb
 
 
 def first_chunks(X, m: int) -> int:
@@ -87,19 +73,10 @@ def _first_rows(xs: list, ys: list, m: int):
     return (xs[0] if len(xs) == 1 else np.concatenate(xs))[:m], np.concatenate(ys)[:m]
 
 
-def _solve_head(xs: list, ys: list, m: int, rows: dict, fn):
+def _solve_head(xs: list, ys: list, m: int, policy: RowPolicy, fn):
     """``fn`` of the in-memory source over the first m rows of the chunks ``xs``, ``ys``."""
     X, y = _first_rows(xs, ys, m)
-    return fn(InMemoryRows.from_raw(X, y, None, **rows))
-
-
-def _chunk_statistics(xb, yb, rows):
-    from ..mechanisms.adassp import sufficient_statistics
-
-    gram, xty, max_norm, max_y = sufficient_statistics(
-        prepare_chunk(xb, **rows), np.asarray(yb, dtype=np.float64).ravel()
-    )
-    return np.concatenate([gram.ravel(), xty, [max_norm, max_y]])
+    return fn(InMemoryRows.from_raw(X, y, None, **policy.settings()))
 
 
 def check_dask_inputs(X, y):
@@ -126,7 +103,7 @@ def check_dask_inputs(X, y):
 
 
 class DaskRows:
-    """A row source (:class:`dpconvex.mechanisms.sources.RowSource`) over dask arrays.
+    """A row source (:class:`dpconvex.data.sources.RowSource`) over dask arrays.
 
     ``X`` (n x p, chunked by rows) and ``y`` hold *raw* rows; each chunk gets the row
     policy (``row_norm``, ``row_bound``) and the intercept column where it lives, so
@@ -136,7 +113,7 @@ class DaskRows:
     the chunks (reading or generating them): each chunk is made, used and dropped
     inside one task, and only partial sums (d-vectors, or d x d for the Hessian)
     leave the worker. The kernels per chunk are the in-memory source's
-    (:mod:`dpconvex.mechanisms.row_kernels`).
+    (:mod:`dpconvex.data.kernels`).
     """
 
     #: every evaluation reads the rows from where they are stored: solvers minimize passes
@@ -158,19 +135,14 @@ class DaskRows:
             scales.shape != (self.X.shape[0], 2) or scales.chunks[0] != self.X.chunks[0]
         ):
             raise ValueError("scales must be the rows' chunk_scales, chunked like X")
-        #: the rows' :func:`~dpconvex.mechanisms.row_kernels.chunk_scales`, when a fit keeps
+        #: the rows' :func:`~dpconvex.data.kernels.chunk_scales`, when a fit keeps
         #: them with the rows (:func:`dpconvex.scale.fit.cache_rows`); None: every pass
         #: computes them from the chunks it reads
         self.scales = scales
         self.n = int(self.X.shape[0])
         self.d = int(self.X.shape[1]) + int(bool(fit_intercept))
-        self.rows = {
-            "row_norm": row_norm,
-            "row_bound": row_bound,
-            "fit_intercept": fit_intercept,
-            "intercept_scaling": intercept_scaling,
-        }
-        self.row_bound = design_bound(row_norm, row_bound, fit_intercept, intercept_scaling)
+        self.policy = RowPolicy(row_norm, row_bound, fit_intercept, intercept_scaling)
+        self.row_bound = self.policy.bound
         self.passes = 0
 
     @property
@@ -179,12 +151,15 @@ class DaskRows:
         with their scales: :func:`dpconvex.scale.fit.cache_rows`), so that a pass reads no file."""
         return self.scales is not None and _held_chunks(self.X, self.y, self.scales) is not None
 
-    def reduce(self, fn, width: int, *args, scaled: bool = False) -> np.ndarray:
+    def reduce(self, fn, width: int, *args, scaled: bool = False, maxima: int = 0) -> np.ndarray:
         """One pass: per-chunk partial sums of ``fn(xb, yb, *args)`` (``width`` numbers), added.
 
         ``scaled``: ``fn`` takes the chunk's row scales (``scales=``), given when the source
-        holds them.
+        holds them. ``maxima``: the last ``maxima`` numbers are combined by max, not added
+        (then the parts are always combined here).
         """
+        if maxima:
+            return self._reduce_with_maxima(fn, width, args, maxima)
         import dask
 
         use_scales = scaled and self.scales is not None
@@ -244,7 +219,7 @@ class DaskRows:
         m = min(m, self.n)
         held = _held_head(self.X, self.y, m)
         X, y = held if held is not None else dask.compute(self.X[:m], self.y[:m])
-        return InMemoryRows.from_raw(X, y, None, **self.rows)
+        return InMemoryRows.from_raw(X, y, None, **self.policy.settings())
 
     def on_subsample(self, m: int, fn):
         """``fn(self.subsample(m))``; when the first chunks are held in dask.distributed
@@ -265,30 +240,21 @@ class DaskRows:
         from distributed import default_client
 
         task = default_client().submit(
-            _solve_head, held[0], held[1], m, self.rows, fn, priority=100, pure=False
+            _solve_head, held[0], held[1], m, self.policy, fn, priority=100, pure=False
         )
         return task.result()
 
-    def clipped_gradient_sum(self, theta, loss: GLMLoss, clip: float) -> np.ndarray:
-        """sum_i clip_C(grad l_i(theta)) over all rows (one pass): DP-GD's gradient."""
-        theta = np.asarray(theta, dtype=np.float64)
-        return self.reduce(chunk_clipped_sum, self.d, theta, loss, clip, self.rows, scaled=True)
-
-    def sufficient_statistics(self) -> tuple[np.ndarray, np.ndarray, float, float]:
-        """AdaSSP's (X^T X, X^T y, max row norm, max |y|), in one pass.
-
-        Sums are added over chunks; the two maxima are per-chunk maxima combined by max.
-        """
+    def _reduce_with_maxima(self, fn, width: int, args: tuple, maxima: int) -> np.ndarray:
+        """One pass, one delayed task per chunk, the parts combined here: the sums added,
+        the last ``maxima`` numbers by max."""
         import dask
         from dask.delayed import delayed
 
-        d = self.d
         parts = [
-            delayed(_chunk_statistics)(xb, yb, self.rows)
+            delayed(fn)(xb, yb, *args)
             for xb, yb in zip(self.X.to_delayed().ravel(), self.y.to_delayed().ravel(), strict=True)
         ]
         parts = np.vstack(dask.compute(*parts))
         self.passes += 1
-        gram = parts[:, : d * d].sum(axis=0).reshape(d, d)
-        xty = parts[:, d * d : d * d + d].sum(axis=0)
-        return gram, xty, float(parts[:, -2].max()), float(parts[:, -1].max())
+        head = parts[:, : width - maxima].sum(axis=0)
+        return np.concatenate([head, parts[:, width - maxima :].max(axis=0)])
