@@ -272,11 +272,13 @@ class TargetBoundsRegressor(RegressorMixin, BaseEstimator):
     and its lower quartile (:data:`CENTRE_QUANTILE`), and the range is symmetric about the
     median (:func:`centred_target_bounds`). Same event (two (epsilon / 2, 0)-DP
     quantiles), the range is post-processing. Derived on synthetic tables
-    (``benchmarks/derive_target_centring.py``; see :func:`make_table_model`): the two
+    (``benchmarks/derive_target_centring.py``; the module doc has the numbers): the two
     ends' quantiles clip up to a quarter of the targets at each end at small n epsilon,
-    which cost more R^2 than the noise of a wider range. The event is the quantiles' and the model's
-    composed (basic composition: Dwork & Roth 2014, "The algorithmic foundations of
-    differential privacy", Thm 3.16, bounds the sum; the accountant prices it exactly).
+    which cost more R^2 than the noise of a wider range.
+
+    The event is the quantiles' and the model's composed (basic composition: Dwork &
+    Roth 2014, "The algorithmic foundations of differential privacy", Thm 3.16, bounds
+    the sum; the accountant prices it exactly).
     Used as the last step of a :class:`~dpconvex.PrivatePipeline`
     (:func:`make_table_model` builds it), which charges a ledger once for every step.
     """

@@ -2,7 +2,7 @@
 
 Two exponential-mechanism quantiles (Smith 2011; Gillenwater, Joseph & Kulesza 2021,
 "Differentially private quantiles", arXiv 2102.08244, Sec. 3), the median m and the
-lower quartile l, each (epsilon / 2, 0)-DP, give the range m +- K (m - l): for a normal
+lower quartile l, each (epsilon_each, 0)-DP, give the range m +- K (m - l): for a normal
 column K = 3 is about +- 2 standard deviations. Estimating the two ends directly at the
 same epsilon targets quantiles q and 1 - q with q = 40 / (epsilon_each n) capped at 0.25
 (:func:`~dpconvex.preprocessing.default_quantiles`), so at small epsilon times n it

@@ -76,7 +76,9 @@ class TableEncoder(TransformerMixin, BaseEstimator):
         its share of a total).
     quantiles : (q_low, q_high) or None
         Which quantiles estimate a lower and an upper bound; None: the derived default
-        :func:`~dpconvex.preprocessing.defaults.default_quantiles`.
+        :func:`~dpconvex.preprocessing.defaults.default_quantiles`, and for a column with
+        both ends open a range centred at its private median
+        (:mod:`~dpconvex.preprocessing.centring`).
     random_state : None, int, SeedSequence or Generator
         None (default) draws from OS entropy.
     budget : Budget, path or None
