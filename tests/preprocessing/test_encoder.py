@@ -217,3 +217,29 @@ def test_thin_budget_warns_from_public_sizes_only():
         TableEncoder(ESTIMATED, epsilon=100.0, random_state=0).fit(X)
         reset_session()
         TableEncoder(ESTIMATED, epsilon=0.1, quantiles=(0.2, 0.8), random_state=0).fit(X)
+
+
+def test_a_column_with_both_ends_open_is_centred_at_its_private_median():
+    # default quantiles, both ends estimated: the median and the lower quartile (two
+    # (epsilon / m, 0)-DP quantiles, the same event), then median +- 3 (median - quartile);
+    # recomputed here with the mechanism called directly on the same seeded stream
+    from dpconvex.preprocessing import private_quantile
+
+    X = table(1000, seed=4)
+    enc = TableEncoder(ESTIMATED, epsilon=0.9, random_state=3).fit(X)
+    assert enc.dp_event_ == SelfComposedDpEvent(quantile_event(0.3), 3)
+    rng = np.random.default_rng(3)
+    age = np.clip(X["age"].to_numpy(), 0.0, 200.0)
+    median = private_quantile(age, 0.5, 0.3, 0.0, 200.0, rng)
+    quartile = private_quantile(age, 0.25, 0.3, 0.0, 200.0, rng)
+    half = 3.0 * (median - quartile)
+    assert 0.0 < half < median
+    assert enc.bounds_["age"] == pytest.approx((median - half, median + half), rel=1e-12)
+    # about +- 2 standard deviations of the normal column, not its quartiles
+    inside = np.mean((X["age"] >= median - half) & (X["age"] <= median + half))
+    assert inside > 0.9
+    # explicit quantiles keep the two ends' rule
+    ends = TableEncoder(ESTIMATED, epsilon=0.9, quantiles=(0.25, 0.75), random_state=3).fit(X)
+    assert (
+        np.mean((X["age"] >= ends.bounds_["age"][0]) & (X["age"] <= ends.bounds_["age"][1])) < 0.7
+    )

@@ -13,7 +13,9 @@ at ``epsilon / m`` for the m estimated bounds (Smith 2011; Gillenwater, Joseph &
 2021, arXiv 2102.08244, Sec. 3): each is (epsilon/m, 0)-DP, so by basic composition
 (Dwork & Roth 2014, "The algorithmic foundations of differential privacy", Thm 3.16) the
 fit is (epsilon, 0)-DP. ``dp_event_`` lists the m mechanisms (a ``NoOpDpEvent`` when
-every bound is declared) for composition with the model's event.
+every bound is declared) for composition with the model's event. A column with both ends
+open and the default quantiles gets a range centred at its private median instead
+(:mod:`dpconvex.preprocessing.centring`), from the same two mechanisms.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from sklearn.utils.validation import check_is_fitted
 from .._random import RANDOM_STATE_CONSTRAINT, make_rng
 from ..accounting import MAX_EPSILON, MIN_EPSILON
 from ..models.charge import charge
+from .centring import CENTRE_QUANTILE, centred_range
 from .columns import (
     category_codes,
     check_dask_table,
@@ -73,7 +76,9 @@ class TableEncoder(TransformerMixin, BaseEstimator):
         its share of a total).
     quantiles : (q_low, q_high) or None
         Which quantiles estimate a lower and an upper bound; None: the derived default
-        :func:`~dpconvex.preprocessing.defaults.default_quantiles`.
+        :func:`~dpconvex.preprocessing.defaults.default_quantiles`, and for a column with
+        both ends open a range centred at its private median
+        (:mod:`~dpconvex.preprocessing.centring`).
     random_state : None, int, SeedSequence or Generator
         None (default) draws from OS entropy.
     budget : Budget, path or None
@@ -165,7 +170,7 @@ class TableEncoder(TransformerMixin, BaseEstimator):
         q_lo, q_hi = quantiles or default_quantiles(each, n)
         rng = make_rng(self.random_state)
         self.bounds_ = {
-            col.name: _bounds(col, values, (q_lo, q_hi), each, rng)
+            col.name: _bounds(col, values, (q_lo, q_hi), each, rng, centred=quantiles is None)
             for col in schema.columns
             if isinstance(col, Numeric)
         }
@@ -226,6 +231,11 @@ class TableEncoder(TransformerMixin, BaseEstimator):
         """Output feature names: ``col``, ``col=<missing>``, ``col=category``, ``col=<other>``."""
         check_is_fitted(self)
         return np.asarray(self.schema_.feature_names(), dtype=object)
+
+
+#: Half-width of a feature's default range when both its ends are estimated, in units of
+#: (median - lower quartile) on the column's (logged) scale.
+FEATURE_SPREAD = 3.0
 
 
 class ThinBoundsWarning(UserWarning):
@@ -315,15 +325,24 @@ def _dask_transform(encoder: TableEncoder, X):
     return da.concatenate(blocks, axis=0)
 
 
-def _bounds(col: Numeric, values, quantiles, each: float, rng) -> tuple:
+def _bounds(col: Numeric, values, quantiles, each: float, rng, centred: bool = False) -> tuple:
     """(low, high) after the column's log: declared ends, and private quantiles of the
-    column's values (``values(col)``, read only when an end is estimated)."""
+    column's values (``values(col)``, read only when an end is estimated).
+
+    ``centred`` (the default quantiles) with both ends open: the range centred at the
+    private median (:func:`~dpconvex.preprocessing.centring.centred_range`), from the
+    same two (each, 0)-DP quantile mechanisms.
+    """
     ends = list(col.logged_range())
     todo = [k for k, estimated in enumerate(col.estimated) if estimated]
     if todo:
         a, b = (float(col.forward(x)) for x in col.search_range)
         column = values(col)
         logged = np.clip(col.forward(column[~np.isnan(column)]), a, b)
+        if centred and len(todo) == 2:
+            median = private_quantile(logged, 0.5, each, a, b, rng)
+            quartile = private_quantile(logged, CENTRE_QUANTILE, each, a, b, rng)
+            return centred_range(median, quartile, a, b, FEATURE_SPREAD)
         for k in todo:
             ends[k] = private_quantile(logged, quantiles[k], each, a, b, rng)
     low, high = sorted(ends)  # post-processing: an upper estimate below the lower swaps
