@@ -279,7 +279,7 @@ def test_dpsgd_batch_kernels_sum_the_clipped_gradients_of_their_poisson_batches(
 
 @pytest.mark.parametrize("runs", [1, 2, 3, 40])
 def test_poisson_batches_keep_each_row_with_probability_q(runs):
-    from dpconvex.mechanisms.dpsgd import poisson_batches
+    from dpconvex.data.batches import poisson_batches
 
     rng = np.random.default_rng(4)
     n, q, draws = 50, 0.3, 400

@@ -8,14 +8,8 @@ from .budget import (
     LedgerFileWarning,
     LedgerTamperedError,
 )
-from .models import (
-    DPHuberRegressor,
-    DPLinearRegression,
-    DPLogisticRegression,
-    ModelFileError,
-    load_model,
-    save_model,
-)
+from .models import DPHuberRegressor, DPLinearRegression, DPLogisticRegression
+from .models.persist import ModelFileError, load_model, save_model
 from .models.clipping import ClippingWarning
 from .models.session import (
     RepeatedFitWarning,

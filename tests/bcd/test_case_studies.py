@@ -26,7 +26,7 @@ from dpconvex.bcd import (
 )
 from dpconvex.bcd.mlp_dpsgd import _backprop
 from dpconvex.bcd.network import relu
-from dpconvex.mechanisms.release import Release
+from dpconvex.release import Release
 
 
 # -- network pieces ----------------------------------------------------------------------

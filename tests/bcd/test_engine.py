@@ -23,7 +23,7 @@ from dpconvex.bcd import (
     secret_batches,
 )
 from dpconvex.bcd.engine import _block_step
-from dpconvex.mechanisms.release import Release
+from dpconvex.release import Release
 
 
 class LinearProblem(MbcdProblem):

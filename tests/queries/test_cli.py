@@ -8,7 +8,7 @@ from click.testing import CliRunner
 
 from dpconvex.accounting import PrivacyAccountant, gaussian_sigma
 from dpconvex.queries import GeneralizedGaussianDpEvent, gaussian_expected_max_abs
-from dpconvex.queries.cli import counting
+from dpconvex.cli.counting import counting
 
 
 def invoke(*args):

@@ -1,7 +1,7 @@
 """Hidden-state DP mini-batch block coordinate descent (Chen & Liu, arXiv 2407.08233).
 
 * :func:`dp_mbcd` — Algorithm 1 for problems with released and hidden blocks,
-  returning a :class:`~dpconvex.mechanisms.release.Release` priced by the
+  returning a :class:`~dpconvex.release.Release` priced by the
   composition accountant or, where it is sound, the hidden-state one (Thm 4.6).
 * :class:`HiddenStateDpEvent`, :class:`MbcdCompositionDpEvent` — the two events,
   registered with :class:`dpconvex.accounting.PrivacyAccountant`.

@@ -42,7 +42,7 @@ import numpy as np
 
 from .. import _validation as v
 from .._random import make_rng
-from ..mechanisms.release import Release
+from ..release import Release
 from .batches import batch_count, secret_batches
 from .calibration import epsilons
 from .events import (
@@ -305,7 +305,7 @@ def dp_mbcd(
         progress: show a tqdm bar over epochs.
 
     Returns:
-        :class:`~dpconvex.mechanisms.release.Release` with ``theta`` a dict of the
+        :class:`~dpconvex.release.Release` with ``theta`` a dict of the
         released blocks, ``event`` the chosen accountant's event, and ``info`` with
         both events (``composition_event``, ``hidden_state_event`` or None).
     """

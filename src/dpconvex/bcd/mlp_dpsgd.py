@@ -21,9 +21,9 @@ import numpy as np
 from .. import _validation as v
 from .._random import make_rng
 from ..accounting import dpsgd_event
-from ..mechanisms.dpsgd import poisson_batches
-from ..mechanisms.release import Release
+from ..data.batches import poisson_batches
 from ..optim.noisy_gradient import noisy_gradient_run
+from ..release import Release
 from ._checks import finite_matrix, labels, normalize_rows
 from .network import one_hot, relu
 

@@ -31,8 +31,8 @@ import numpy as np
 from .. import _validation as v
 from .._random import make_rng
 from ..accounting import dpsgd_event
-from ..mechanisms.dpsgd import poisson_batches
-from ..mechanisms.release import Release
+from ..data.batches import poisson_batches
+from ..release import Release
 from ._checks import clip_rows, finite_matrix
 from .engine import BlockSpec, MbcdProblem
 from .prox import Prox

@@ -1,6 +1,7 @@
 """Randomized algorithms that touch data; each returns its release and the event that prices it."""
 
 from ..data.policy import add_intercept, design_bound, design_rows, transform_rows
+from ..release import Release
 from .amp import amp
 from .dpsgd import (
     dpgd,
@@ -11,7 +12,6 @@ from .dpsgd import (
     steps_for_epochs,
 )
 from .output_perturbation import output_perturbation, output_sensitivity
-from .release import Release
 
 __all__ = [
     "Release",

@@ -35,7 +35,7 @@ from dp_accounting.dp_event import GaussianDpEvent, SelfComposedDpEvent
 from .. import _validation as v
 from ..data.kernels import chunk_statistics, split_statistics
 from ..data.sources import as_rows
-from .release import Release
+from ..release import Release
 
 #: failure probability of the ridge's noise bound; the paper's experiments use 0.05
 DEFAULT_RHO = 0.05

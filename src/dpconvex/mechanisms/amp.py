@@ -12,8 +12,8 @@ from ..accounting.events import AmpDpEvent
 from ..data.sources import as_rows
 from ..losses import ClippedLoss, require_glm
 from ..optim import solve
+from ..release import Release
 from ._checks import gradient_bound
-from .release import Release
 
 
 def amp(

@@ -22,46 +22,14 @@ from dp_accounting.dp_event import DpEvent, GaussianDpEvent, SelfComposedDpEvent
 from .. import _validation as v
 from .._arrays import row_norms
 from ..accounting.events import dpsgd_event
+from ..data.batches import poisson_batches
 from ..data.clipping import clipped_weights
 from ..data.kernels import chunk_clipped_sum
 from ..data.sources import InMemoryRows, as_rows
 from ..losses import require_glm
-from .release import Release
+from ..release import Release
 
 OPTIMIZERS = ("adam", "sgd")
-
-
-def poisson_batches(
-    rng: np.random.Generator, n: int, q: float, runs: int
-) -> tuple[np.ndarray, np.ndarray]:
-    """Independent Poisson subsamples of range(n), one per run: (rows, sizes).
-
-    Each row is kept with probability q independently. Kept positions are drawn as
-    partial sums of Geometric(q) gaps (the gaps between successes of a Bernoulli
-    process), which is exact; a run whose draws end before n is extended, never
-    redrawn. ``rows`` lists the runs' rows one run after another.
-    """
-    if runs == 1:  # K ~ Binomial(n, q), then a uniform K-subset: the same distribution
-        rows = rng.choice(n, size=rng.binomial(n, q), replace=False)
-        return rows, np.array([rows.size])
-    if runs == 2:
-        chunks = [rng.choice(n, size=rng.binomial(n, q), replace=False) for _ in range(runs)]
-        return np.concatenate(chunks), np.array([c.size for c in chunks])
-    mean = n * q
-    width = int(mean + 6.0 * math.sqrt(mean + 1.0) + 16)
-    pos = np.cumsum(rng.geometric(q, size=(runs, width)), axis=1) - 1
-    if np.all(pos[:, -1] >= n):  # no run needs more draws: cut every run at n at once
-        kept = pos < n
-        return pos[kept], kept.sum(axis=1)
-    chunks = []
-    for r in range(runs):
-        row = pos[r]
-        while row[-1] < n:  # rare: extend the same Bernoulli process
-            more = row[-1] + np.cumsum(rng.geometric(q, size=width))
-            row = np.concatenate([row, more])
-        chunks.append(row[row < n])
-    sizes = np.array([c.size for c in chunks])
-    return np.concatenate(chunks), sizes
 
 
 class _FullBatch:

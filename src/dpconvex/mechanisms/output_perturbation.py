@@ -14,8 +14,8 @@ from .. import _validation as v
 from ..data.sources import as_rows
 from ..losses import ClippedLoss, require_glm
 from ..optim import solve
+from ..release import Release
 from ._checks import gradient_bound
-from .release import Release
 
 
 def output_sensitivity(lipschitz: float, lam: float, tau: float) -> float:

@@ -1,13 +1,14 @@
-"""scikit-learn estimators, and their model files."""
+"""scikit-learn estimators of the linear core.
+
+Their model files are written and read by :mod:`dpconvex.models.persist`
+(``dpconvex.save_model`` / ``dpconvex.load_model``), which sits a layer above: a file may
+hold a whole table pipeline, so reading one needs the pipeline classes.
+"""
 
 from .linear import DPHuberRegressor, DPLinearRegression, DPLogisticRegression
-from .persist import ModelFileError, load_model, save_model
 
 __all__ = [
     "DPHuberRegressor",
     "DPLinearRegression",
     "DPLogisticRegression",
-    "ModelFileError",
-    "load_model",
-    "save_model",
 ]

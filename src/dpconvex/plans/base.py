@@ -18,7 +18,7 @@ import numpy as np
 from dp_accounting.dp_event import DpEvent
 
 from ..losses import GLMLoss
-from ..mechanisms.release import Release
+from ..release import Release
 
 
 @dataclass(frozen=True)

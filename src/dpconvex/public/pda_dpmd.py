@@ -36,8 +36,8 @@ from .._random import make_rng
 from ..accounting import PrivacyAccountant, gaussian_delta, gaussian_sigma
 from ..data.clipping import clipped_weights
 from ..losses import GLMLoss
-from ..mechanisms.release import Release
 from ..optim.noisy_gradient import full_batches, noisy_gradient_run
+from ..release import Release
 from .mirror_maps import GLMMirrorMap
 
 NEIGHBOURS = {"add_remove": 1.0, "replace_one": 2.0}

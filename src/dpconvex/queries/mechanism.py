@@ -13,8 +13,8 @@ import numpy as np
 
 from .. import _validation as v
 from .._random import make_rng
-from ..mechanisms.release import Release
 from ..noise import generalized_gaussian
+from ..release import Release
 from .calibration import calibrated, choose_p
 from .distribution import check_p
 from .privacy import GeneralizedGaussianDpEvent

@@ -44,8 +44,8 @@ from .._random import make_rng
 from ..accounting import PrivacyAccountant, calibrate, register_pld, register_rdp
 from ..accounting.events import DpEvent
 from ..accounting.pld import LossPmf
-from ..mechanisms.release import Release
 from ..noise import generalized_gaussian
+from ..release import Release
 from .calibration import gdp_sigma_guess
 from .distribution import check_p
 from .privacy import GeneralizedGaussianDpEvent

@@ -59,7 +59,7 @@ from ..accounting.events import DpEvent
 from ..accounting.pld import LossPmf
 from ..data.policy import add_intercept, design_bound, transform_rows
 from ..losses import LOSSES, GLMLoss
-from ..mechanisms.release import Release
+from ..release import Release
 from .langevin import standardized, ula
 from .theory import MOVEMENT_CONSTANT, chain_epsilon, plan_thm42
 

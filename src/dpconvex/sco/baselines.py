@@ -20,8 +20,8 @@ from .. import _validation as v
 from .._random import make_rng
 from ..accounting import gaussian_sigma
 from ..data.clipping import clip_factors
-from ..mechanisms.release import Release
 from ..optim.noisy_gradient import noisy_gradient_run, shuffled_batches
+from ..release import Release
 from .glm import GLMData
 from .privacy import pld_epsilon
 

@@ -22,8 +22,8 @@ import numpy as np
 from .. import _validation as v
 from .._random import make_rng
 from ..accounting import calibrate
-from ..mechanisms.release import Release
 from ..noise import norm_gaussian
+from ..release import Release
 from .events import NormGaussianDpEvent, ShuffledNormGaussianDpEvent, shuffle_epsilon
 from .geometry import ball_mirror_step, dual_exponent, lp_norm, lp_regularity, mirror_map
 from .glm import GLMData

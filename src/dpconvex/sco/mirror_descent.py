@@ -20,8 +20,8 @@ from dp_accounting.dp_event import SelfComposedDpEvent
 
 from .. import _validation as v
 from .._random import make_rng
-from ..mechanisms.release import Release
 from ..noise import norm_gaussian
+from ..release import Release
 from .events import NormGaussianDpEvent
 from .geometry import dual_exponent, lp_regularity, mirror_map, regularized_mirror_step
 from .glm import GLMData

@@ -24,8 +24,8 @@ from dp_accounting.dp_event import ComposedDpEvent, GaussianDpEvent
 from .. import _validation as v
 from .._random import make_rng
 from ..accounting import gaussian_sigma
-from ..mechanisms.release import Release
 from ..optim.accelerated import certified_minimize
+from ..release import Release
 from .events import ConstrainedObjPertDpEvent
 from .glm import GLMData, hessian_rank
 from .privacy import calibrate_noise, check_privacy, pld_epsilon, pld_interval

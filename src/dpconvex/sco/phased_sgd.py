@@ -18,7 +18,7 @@ from dp_accounting.dp_event import GaussianDpEvent
 from .. import _validation as v
 from .._random import make_rng
 from ..accounting import gaussian_sigma
-from ..mechanisms.release import Release
+from ..release import Release
 from .geometry import dual_exponent
 from .glm import GLMData
 from .privacy import check_calibration, pld_epsilon
