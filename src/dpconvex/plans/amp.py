@@ -5,12 +5,13 @@ Algorithm 1 of Redberg, Koskela & Wang (arXiv 2401.00583).
 
 from __future__ import annotations
 
-from ..accounting import amp_parameters, gaussian_sigma
+from ..accounting import AMP_DEFAULTS, amp_parameters, gaussian_sigma
 from ..mechanisms import amp
 from .base import Plan, PlanInputs
 
-#: the paper's classifier settings (Redberg et al. §5), for reproducing its experiments
-PAPER_SETTINGS = {"tau": 0.01, "sigma_out": 0.15, "noise_factor": 1.3}
+#: the paper's classifier settings (Redberg et al. §5), for reproducing its experiments:
+#: the calibrator's defaults, defined once there
+PAPER_SETTINGS = {key: AMP_DEFAULTS[key] for key in ("tau", "sigma_out", "noise_factor")}
 #: default certificate per row and unit gradient bound: tau = TAU_PER_ROW * n * L
 TAU_PER_ROW = 1e-12
 #: the output step's noise multiplier, in units of the whole budget's Gaussian scale
