@@ -16,6 +16,8 @@ tighter composition of the same lemmas by the accountant.
   (Alg. 4, tiny epsilon only), :func:`batched_truncated_mirror_descent` (Alg. 7).
 """
 
+from ..optim.accelerated import Certified, certified_minimize
+from ..optim.certificate import CertificateError
 from .baselines import clipped_dpsgd
 from .events import (
     ConstrainedObjPertDpEvent,
@@ -49,7 +51,6 @@ from .objpert import approx_objective_perturbation, approx_objective_perturbatio
 from .phased_sgd import phased_dpsgd
 from .privacy import CALIBRATIONS, advanced_composition_step, calibrate_noise, gg_sigma
 from .sets import Box, ConstraintSet, L1Ball, L2Ball, Simplex, make_set
-from .solver import CertificateError, Certified, certified_minimize
 
 __all__ = [
     "ALG4_MAX_LOCAL_EPSILON",
