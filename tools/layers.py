@@ -74,36 +74,56 @@ def upward_edges(src: Path = SRC) -> list[tuple[str, str]]:
     )
 
 
+def _parts_label(members: tuple[str, ...]) -> str:
+    """``a, b.{x, y}``: the layer's parts, sub-modules of one package grouped."""
+    groups: dict[str, list[str]] = {}
+    for m in members:
+        if m in ("__init__", "__main__"):
+            continue
+        head, _, tail = m.partition(".")
+        groups.setdefault(head, [])
+        if tail:
+            groups[head].append(tail)
+    return ", ".join(
+        h if not tails else f"{h}.{{{', '.join(tails)}}}" for h, tails in groups.items()
+    )
+
+
 def draw(path: Path, src: Path = SRC) -> None:
-    """The layers as stacked boxes with their parts and module counts."""
+    """The layers as stacked boxes: name, module count, what it holds, its parts."""
+    import textwrap
+
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     graph = _graph_tool().build_graph(src, deferred=True)
-    counts = {}
+    counts: dict[int, int] = {}
     for module in graph:
         counts[layer_of(module)] = counts.get(layer_of(module), 0) + 1
-    fig, ax = plt.subplots(figsize=(9, 0.78 * len(LAYERS) + 0.6))
+    height = 1.0
+    fig = plt.figure(figsize=(10, 0.95 * len(LAYERS) + 0.2))
+    ax = fig.add_axes([0.0, 0.0, 1.0, 1.0])
     for row, (name, what, members) in enumerate(LAYERS):
-        y = len(LAYERS) - 1 - row
-        ax.add_patch(plt.Rectangle((0, y + 0.08), 10, 0.84, facecolor=f"C{row % 10}",
-                                   alpha=0.18, edgecolor="0.3"))
-        ax.text(0.15, y + 0.62, f"{name}  ({counts.get(row, 0)} modules)", fontsize=11,
+        y = (len(LAYERS) - 1 - row) * height
+        ax.add_patch(plt.Rectangle((0.1, y + 0.06), 9.2, height - 0.12, facecolor=f"C{row}",
+                                   alpha=0.16, edgecolor="0.35"))
+        ax.text(0.25, y + 0.74, f"{name}  ({counts.get(row, 0)} modules)", fontsize=11,
                 weight="bold", va="center")
-        ax.text(0.15, y + 0.32, what, fontsize=9, va="center", color="0.25")
-        parts = ", ".join(m for m in members if m not in ("__init__", "__main__"))
-        ax.text(9.85, y + 0.47, parts, fontsize=9, va="center", ha="right", family="monospace")
-    ax.annotate("", xy=(10.35, 0.1), xytext=(10.35, len(LAYERS) - 0.1),
-                arrowprops={"arrowstyle": "->", "color": "0.3"})
-    ax.text(10.45, len(LAYERS) / 2, "imports point down only", rotation=270, va="center",
-            fontsize=9, color="0.3")
-    ax.set_xlim(0, 10.8)
-    ax.set_ylim(0, len(LAYERS))
+        ax.text(0.25, y + 0.48, what, fontsize=9, va="center", color="0.2")
+        parts = textwrap.shorten(_parts_label(members), 118, placeholder=" ...")
+        ax.text(0.25, y + 0.22, parts, fontsize=8, va="center", family="monospace",
+                color="0.15")
+    top = len(LAYERS) * height
+    ax.annotate("", xy=(9.6, 0.15), xytext=(9.6, top - 0.15),
+                arrowprops={"arrowstyle": "-|>", "color": "0.3", "lw": 1.5})
+    ax.text(9.78, top / 2, "imports point down only", rotation=270, va="center",
+            ha="center", fontsize=9, color="0.3")
+    ax.set_xlim(0, 10)
+    ax.set_ylim(0, top)
     ax.axis("off")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=100)
     plt.close(fig)
 
 
