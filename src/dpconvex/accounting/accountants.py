@@ -19,6 +19,7 @@ import contextvars
 import hashlib
 import inspect
 import math
+import os
 import secrets
 import threading
 import types
@@ -1158,3 +1159,16 @@ class _ComposedCache:
 
 
 _COMPOSED = _ComposedCache()
+
+
+def _new_locks_in_child() -> None:
+    """A fork taken while another thread held a cache's lock must not inherit it locked.
+
+    The entries stay: they were computed by this same code from public inputs.
+    """
+    for cache in (_RESULTS, _COMPOSED):
+        cache._lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_new_locks_in_child)
