@@ -7,13 +7,13 @@ import time
 import pytest
 
 from dpconvex import _logs
-from dpconvex.accounting import accountants, disk_cache
+from dpconvex.accounting import caches, disk_cache
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
 
 LOCKS = {
-    "results": lambda: accountants._RESULTS._lock,
-    "composed": lambda: accountants._COMPOSED._lock,
+    "results": lambda: caches._RESULTS._lock,
+    "composed": lambda: caches._COMPOSED._lock,
     "disk cache": lambda: disk_cache._lock,
     "logs": lambda: _logs._lock,
 }

@@ -6,15 +6,7 @@ describe mechanisms, accountants that compose them with dp_accounting's events
 (PLD or RDP), RDP-to-DP conversions, and safe-side calibration.
 """
 
-from .accountants import (
-    DEFAULT_RDP_ORDERS,
-    PLDAccountant,
-    PrivacyAccountant,
-    RdpAccountant,
-    UnsupportedEventError,
-    register_pld,
-    register_rdp,
-)
+from .accountants import DEFAULT_RDP_ORDERS, RdpAccountant, UnsupportedEventError
 from .calibration import CalibrationError, calibrate, smallest_epsilon
 from .calibrators import (
     AMP_DEFAULTS,
@@ -72,6 +64,9 @@ from .objpert import (
     objpert_rdp,
 )
 from .pld import GridTooLargeError
+from .pld_accountant import PLDAccountant
+from .privacy_accountant import PrivacyAccountant
+from .registry import register_pld, register_rdp
 
 __all__ = [
     "AMP_DEFAULTS",

@@ -11,7 +11,7 @@ import math
 from dataclasses import dataclass
 
 from .. import _validation as v
-from .accountants import PrivacyAccountant, search_hints, stored_answers_read
+from .caches import search_hints, stored_answers_read
 from .calibration import CalibrationError, calibrate
 from .events import (
     AmpDpEvent,
@@ -23,6 +23,7 @@ from .events import (
 from .gaussian import gaussian_delta
 from .limits import LARGEST, bounded, check_count
 from .pld import SEARCH_GRID_POINTS, GridTooLargeError, grid_cap
+from .privacy_accountant import PrivacyAccountant
 
 #: The AMP settings of Redberg, Koskela & Wang (arXiv 2401.00583), §5, for logistic loss on
 #: unit rows plus a bias: ||(x, 1)|| <= sqrt 2 so C = L = sqrt 2, beta = 1/4 * 2.

@@ -67,8 +67,8 @@ from scipy.special import logsumexp, ndtr, ndtri
 
 from .. import _validation as v
 from . import pld as _pld
-from .accountants import register_pld, register_rdp
 from .events import DiscreteGaussianDpEvent, DiscreteLaplaceDpEvent
+from .registry import register_pld, register_rdp
 
 #: Above this sigma (lattice units) the 1-D discrete Gaussian PLD uses the
 #: survival-function bound instead of summing the pmf.

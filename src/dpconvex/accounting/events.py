@@ -3,7 +3,7 @@
 They subclass ``dp_accounting.dp_event.DpEvent``, so they nest inside
 dp_accounting's own events (``ComposedDpEvent``, ``SelfComposedDpEvent``,
 ``PoissonSampledDpEvent``, ``RepeatAndSelectDpEvent``) and are priced by the
-accountants of :mod:`dpconvex.accounting.accountants`. An event holds only
+rules of :mod:`dpconvex.accounting.registry`. An event holds only
 data-independent parameters; parameters are validated on construction.
 """
 

@@ -192,7 +192,7 @@ def poisson_subsample(pmf: LossPmf, q: float, add_pair: str = "thm11") -> tuple[
     H_a(P || Q) for D' = D minus a record (remove) and for D' = D plus a record
     (add). This is the contract of every PLRV priced here (ObjPert: Redberg et al.,
     App. D.3, whose proof bounds |PLRV|; AMP: that pair times the Gaussian pair,
-    Thm D.1 applied in each direction; the ``PLD_RULES`` of the accountants).
+    Thm D.1 applied in each direction; the ``PLD_RULES`` of :mod:`dpconvex.accounting.registry`).
     Q's mass at loss l is e^(-l) p; the rest of Q (where P = 0) is an atom at -inf.
 
     Remove direction (Zhu, Dong & Wang 2022, "Optimal accounting of differential
