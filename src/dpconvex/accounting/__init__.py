@@ -10,15 +10,10 @@ from .accountants import DEFAULT_RDP_ORDERS, RdpAccountant, UnsupportedEventErro
 from .calibration import CalibrationError, calibrate, smallest_epsilon
 from .calibrators import (
     AMP_DEFAULTS,
-    MAX_EPSILON,
-    MIN_EPSILON,
     AmpCalibration,
     amp_parameters,
-    check_epsilon,
     dpsgd_noise_multiplier,
     gaussian_noise_multiplier,
-    gaussian_sigma,
-    pld_grid,
 )
 from .conversions import (
     delta_from_rdp,
@@ -50,6 +45,13 @@ from .events import (
     tuned_event,
 )
 from .gaussian import gaussian_delta, gaussian_epsilon, gaussian_rdp
+from .gaussian_calibration import (
+    MAX_EPSILON,
+    MIN_EPSILON,
+    check_epsilon,
+    gaussian_sigma,
+    pld_grid,
+)
 from .objpert import (
     DominatingPair,
     amp_rdp,
