@@ -6,6 +6,8 @@ describe mechanisms, accountants that compose them with dp_accounting's events
 (PLD or RDP), RDP-to-DP conversions, and safe-side calibration.
 """
 
+import warnings
+
 from .accountants import DEFAULT_RDP_ORDERS, RdpAccountant, UnsupportedEventError
 from .calibration import CalibrationError, calibrate, smallest_epsilon
 from .calibrators import (
@@ -34,7 +36,7 @@ from .events import (
     AmpDpEvent,
     ComposedDpEvent,
     DiscreteGaussianDpEvent,
-    DiscreteLaplaceDpEvent,
+    DiscreteLaplaceScaleDpEvent,
     GaussianDpEvent,
     ObjectivePerturbationDpEvent,
     PoissonSampledDpEvent,
@@ -70,6 +72,21 @@ from .pld_accountant import PLDAccountant
 from .privacy_accountant import PrivacyAccountant
 from .registry import register_pld, register_rdp
 
+
+def __getattr__(name: str):
+    """``DiscreteLaplaceDpEvent``: the old name of :class:`DiscreteLaplaceScaleDpEvent`."""
+    if name == "DiscreteLaplaceDpEvent":
+        warnings.warn(
+            "dpconvex.accounting.DiscreteLaplaceDpEvent is now DiscreteLaplaceScaleDpEvent "
+            "(its parameter is the scale; dp_accounting's DiscreteLaplaceDpEvent takes the "
+            "inverse, noise_parameter)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return DiscreteLaplaceScaleDpEvent
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 __all__ = [
     "AMP_DEFAULTS",
     "DEFAULT_RDP_ORDERS",
@@ -80,7 +97,7 @@ __all__ = [
     "CalibrationError",
     "ComposedDpEvent",
     "DiscreteGaussianDpEvent",
-    "DiscreteLaplaceDpEvent",
+    "DiscreteLaplaceScaleDpEvent",
     "DominatingPair",
     "GaussianDpEvent",
     "GridTooLargeError",

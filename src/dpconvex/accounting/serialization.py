@@ -71,11 +71,19 @@ _OURS = {
         "RepeatAndSelectDpEvent",
     ),
 }
+#: Classes renamed since files first named them: (module, stored name) -> class name now.
+#: Files keep the stored name, so they read the same before and after the rename
+#: (dpconvex's discrete Laplace event takes a scale, dp_accounting's namesake the inverse).
+_RENAMED = {("dpconvex.accounting.events", "DiscreteLaplaceDpEvent"): "DiscreteLaplaceScaleDpEvent"}
 #: The event classes a file may name: stored name -> (module, class). Constants of this
 #: module; a stored name is only ever a key into this table.
 EVENT_CLASSES: dict[str, tuple[str, str]] = {
-    f"{module}.{name}": (module, name) for module, names in _OURS.items() for name in names
+    f"{module}.{name}": (module, _RENAMED.get((module, name), name))
+    for module, names in _OURS.items()
+    for name in names
 }
+#: (module, class) -> the name files store it under.
+_STORED_NAMES = {where: name for name, where in EVENT_CLASSES.items()}
 
 
 def _show(value: object, limit: int = 80) -> str:
@@ -100,8 +108,8 @@ def event_class(name: object) -> type:
 
 def _stored_name(cls: type) -> str | None:
     """The name ``cls`` is stored under, or None if files may not hold it."""
-    name = f"{cls.__module__}.{cls.__qualname__}"
-    if name in EVENT_CLASSES and event_class(name) is cls:
+    name = _STORED_NAMES.get((cls.__module__, cls.__qualname__))
+    if name is not None and event_class(name) is cls:
         return name
     return None
 
