@@ -42,7 +42,7 @@ _OURS = {
         "AmpDpEvent",
         "RandomChoiceDpEvent",
         "DiscreteGaussianDpEvent",
-        "DiscreteLaplaceDpEvent",
+        "DiscreteLaplaceScaleDpEvent",
     ),
     "dpconvex.bcd.events": ("HiddenStateDpEvent", "MbcdCompositionDpEvent"),
     "dpconvex.sco.events": (
@@ -71,19 +71,20 @@ _OURS = {
         "RepeatAndSelectDpEvent",
     ),
 }
-#: Classes renamed since files first named them: (module, stored name) -> class name now.
-#: Files keep the stored name, so they read the same before and after the rename
-#: (dpconvex's discrete Laplace event takes a scale, dp_accounting's namesake the inverse).
-_RENAMED = {("dpconvex.accounting.events", "DiscreteLaplaceDpEvent"): "DiscreteLaplaceScaleDpEvent"}
-#: The event classes a file may name: stored name -> (module, class). Constants of this
-#: module; a stored name is only ever a key into this table.
+#: The event classes a file may name: name -> (module, class). Constants of this
+#: module; a name read from a file is only ever a key into this table (or :data:`_STORED_AS`).
 EVENT_CLASSES: dict[str, tuple[str, str]] = {
-    f"{module}.{name}": (module, _RENAMED.get((module, name), name))
-    for module, names in _OURS.items()
-    for name in names
+    f"{module}.{name}": (module, name) for module, names in _OURS.items() for name in names
 }
-#: (module, class) -> the name files store it under.
-_STORED_NAMES = {where: name for name, where in EVENT_CLASSES.items()}
+#: Classes renamed since files first named them: name now -> name files hold. Files keep
+#: the old name, so they read the same before and after the rename (dpconvex's discrete
+#: Laplace event takes a scale, dp_accounting's ``DiscreteLaplaceDpEvent`` the inverse).
+_STORED_AS = {
+    "dpconvex.accounting.events.DiscreteLaplaceScaleDpEvent": (
+        "dpconvex.accounting.events.DiscreteLaplaceDpEvent"
+    ),
+}
+_READ_AS = {stored: name for name, stored in _STORED_AS.items()}
 
 
 def _show(value: object, limit: int = 80) -> str:
@@ -94,6 +95,8 @@ def _show(value: object, limit: int = 80) -> str:
 
 def event_class(name: object) -> type:
     """The class of :data:`EVENT_CLASSES` stored as ``name``; ``ValueError`` for any other."""
+    if isinstance(name, str) and name in _READ_AS:
+        name = _READ_AS[name]
     if not isinstance(name, str) or name not in EVENT_CLASSES:
         raise ValueError(
             f"refusing to load event class {_show(name)}: not one of the event classes of "
@@ -108,9 +111,9 @@ def event_class(name: object) -> type:
 
 def _stored_name(cls: type) -> str | None:
     """The name ``cls`` is stored under, or None if files may not hold it."""
-    name = _STORED_NAMES.get((cls.__module__, cls.__qualname__))
-    if name is not None and event_class(name) is cls:
-        return name
+    name = f"{cls.__module__}.{cls.__qualname__}"
+    if name in EVENT_CLASSES and event_class(name) is cls:
+        return _STORED_AS.get(name, name)
     return None
 
 
