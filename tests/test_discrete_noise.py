@@ -11,7 +11,7 @@ from scipy.special import logsumexp
 
 from dpconvex.accounting import (
     DiscreteGaussianDpEvent,
-    DiscreteLaplaceDpEvent,
+    DiscreteLaplaceScaleDpEvent,
     GaussianDpEvent,
     PrivacyAccountant,
     UnsupportedEventError,
@@ -304,7 +304,7 @@ def test_discrete_laplace_pld_and_rdp_against_direct(b, k):
     logp = discrete_laplace_logpmf(x, b)
     logq = discrete_laplace_logpmf(x - k, b)
     losses, p = logp - logq, np.exp(logp)
-    event = DiscreteLaplaceDpEvent(b, k + 0.5)
+    event = DiscreteLaplaceScaleDpEvent(b, k + 0.5)
     acc = PrivacyAccountant("pld").compose(event)
     for eps in (0.0, 0.2, k / b / 2):
         exact = _exact_delta_1d(losses, p, eps)
@@ -323,7 +323,7 @@ def test_discrete_laplace_is_not_priced_as_continuous_laplace():
     assert tv == pytest.approx(0.4621, abs=1e-4)
     cont = PrivacyAccountant("pld").compose(LaplaceDpEvent(1.0)).get_delta(0.0)
     assert cont < tv - 0.05  # dp_accounting's Laplace would understate ...
-    ours = PrivacyAccountant("pld").compose(DiscreteLaplaceDpEvent(1.0, 1.0)).get_delta(0.0)
+    ours = PrivacyAccountant("pld").compose(DiscreteLaplaceScaleDpEvent(1.0, 1.0)).get_delta(0.0)
     assert ours >= tv  # ... ours does not
 
 
@@ -336,7 +336,7 @@ def test_multivariate_discrete_laplace_is_bounded_by_randomized_response():
     loss_atoms = [(logp - discrete_laplace_logpmf(x - wi, b), np.exp(logp)) for wi in w]
     total_l = np.add.outer(loss_atoms[0][0], loss_atoms[1][0]).ravel()
     total_p = np.multiply.outer(loss_atoms[0][1], loss_atoms[1][1]).ravel()
-    acc = PrivacyAccountant("pld").compose(DiscreteLaplaceDpEvent(b, 3.0, 2))
+    acc = PrivacyAccountant("pld").compose(DiscreteLaplaceScaleDpEvent(b, 3.0, 2))
     for eps in (0.0, 0.5, 1.0):
         assert acc.get_delta(eps) >= _exact_delta_1d(total_l, total_p, eps)
     assert acc.get_epsilon(1e-9) <= 1.5 + 1e-3
@@ -384,4 +384,4 @@ def test_bad_release_inputs():
     with pytest.raises(ValueError, match="dimension"):
         DiscreteGaussianDpEvent(1.0, 1.0, 0)
     with pytest.raises(ValueError, match="scale"):
-        DiscreteLaplaceDpEvent(float("nan"), 1.0)
+        DiscreteLaplaceScaleDpEvent(float("nan"), 1.0)

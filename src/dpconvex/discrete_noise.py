@@ -404,18 +404,18 @@ def gaussian_release_event(sigma: float, sensitivity: float, dimension: int, gri
 
 
 def laplace_release_event(scale: float, sensitivity: float, dimension: int, grid=None):
-    """The :class:`~dpconvex.accounting.DiscreteLaplaceDpEvent` of a snapped Laplace release.
+    """The :class:`~dpconvex.accounting.DiscreteLaplaceScaleDpEvent` of a snapped Laplace release.
 
     In lattice units: scale b / g, l1 sensitivity Delta_1 / g + d (rounded up).
     """
-    from .accounting.events import DiscreteLaplaceDpEvent
+    from .accounting.events import DiscreteLaplaceScaleDpEvent
 
     scale = v.positive("scale", scale)
     sensitivity = v.positive("sensitivity", sensitivity)
     d = v.positive_int("dimension", dimension)
     grid = default_grid(sensitivity, d, "l1") if grid is None else _check_grid(grid)
     inflated = _up(sensitivity / grid + d)
-    return DiscreteLaplaceDpEvent(scale / grid, inflated, d)
+    return DiscreteLaplaceScaleDpEvent(scale / grid, inflated, d)
 
 
 def mitigated_gaussian_release(

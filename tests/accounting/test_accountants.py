@@ -19,7 +19,7 @@ from dpconvex.accounting import (
     objpert_rdp,
     tuned_event,
 )
-from dpconvex.accounting.accountants import PLDAccountant
+from dpconvex.accounting.pld_accountant import PLDAccountant
 
 OP = ObjectivePerturbationDpEvent(5.0, 20.0, 1.0, 1.0)
 SPEC_Q, SPEC_T = 256 / 36000, 60 * 140

@@ -21,7 +21,7 @@ from dpconvex.accounting import (
     objpert_epsilon,
     tuned_event,
 )
-from dpconvex.accounting import accountants as acc_mod
+from dpconvex.accounting import caches as acc_mod
 from dpconvex.accounting.calibrators import pld_grid
 
 

@@ -19,10 +19,12 @@ from dp_accounting import dp_event, pld, rdp
 from dpconvex.accounting import (
     PrivacyAccountant,
     accountants,
+    caches,
     disk_cache,
     dpsgd_event,
     dpsgd_noise_multiplier,
     register_rdp,
+    registry,
     use_disk_cache,
 )
 
@@ -41,9 +43,9 @@ def cache(tmp_path):
 
 
 def _forget():
-    accountants._RESULTS.clear()
-    accountants._COMPOSED.clear()
-    accountants._BASE_PLDS.clear()
+    caches._RESULTS.clear()
+    caches._COMPOSED.clear()
+    caches._BASE_PLDS.clear()
 
 
 def _entries(folder):
@@ -151,21 +153,21 @@ def test_a_changed_rdp_rule_is_never_served_an_old_answer(cache):
         # and in a new process the old entry is under another key
         assert PrivacyAccountant("rdp").compose(toy)._query_key("epsilon", 1e-5) != key_first
     finally:
-        accountants.RDP_RULES.pop(type(toy), None)
-        accountants._registry_changed()
+        registry.RDP_RULES.pop(type(toy), None)
+        registry._registry_changed()
 
 
 def test_the_registry_digest_covers_rules_from_other_modules():
     from dpconvex.bcd import events as bcd_events
 
-    before = accountants.registry_digest()
-    original = accountants.RDP_RULES[bcd_events.HiddenStateDpEvent]
+    before = registry.registry_digest()
+    original = registry.RDP_RULES[bcd_events.HiddenStateDpEvent]
     try:
         register_rdp(bcd_events.HiddenStateDpEvent, lambda e, orders: 2 * original(e, orders))
-        assert accountants.registry_digest() != before
+        assert registry.registry_digest() != before
     finally:
         register_rdp(bcd_events.HiddenStateDpEvent, original)
-    assert accountants.registry_digest() == before
+    assert registry.registry_digest() == before
 
 
 def test_the_folder_fingerprints_sources_and_library_versions(monkeypatch):

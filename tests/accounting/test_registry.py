@@ -13,7 +13,7 @@ from dpconvex.accounting import (
     register_rdp,
 )
 from dpconvex.accounting import pld as our_pld
-from dpconvex.accounting.accountants import PLD_CHECKS, PLD_RULES, RDP_RULES
+from dpconvex.accounting.registry import PLD_CHECKS, PLD_RULES, RDP_RULES
 
 
 @attr.s(frozen=True, slots=True, auto_attribs=True)

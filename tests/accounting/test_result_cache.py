@@ -5,7 +5,8 @@ import pytest
 from dp_accounting import dp_event
 
 from dpconvex.accounting import PrivacyAccountant
-from dpconvex.accounting import accountants as acc_mod
+from dpconvex.accounting import caches as acc_mod
+from dpconvex.accounting import pld_accountant as pld_acc
 from dpconvex.accounting.events import AmpDpEvent
 
 
@@ -94,8 +95,8 @@ def test_a_fit_reports_its_epsilon_from_the_pld_its_calibration_composed(monkeyp
     import numpy as np
 
     built = []
-    real = acc_mod.gaussian_loss_pmfs  # the certified compositions (the search's are not)
-    monkeypatch.setattr(acc_mod, "gaussian_loss_pmfs", lambda *a: built.append(a) or real(*a))
+    real = pld_acc.gaussian_loss_pmfs  # the certified compositions (the search's are not)
+    monkeypatch.setattr(pld_acc, "gaussian_loss_pmfs", lambda *a: built.append(a) or real(*a))
     rng = np.random.default_rng(0)
     X, y = rng.normal(size=(400, 3)), rng.integers(0, 2, 400)
     acc_mod._RESULTS.clear()

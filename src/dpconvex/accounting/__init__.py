@@ -6,27 +6,16 @@ describe mechanisms, accountants that compose them with dp_accounting's events
 (PLD or RDP), RDP-to-DP conversions, and safe-side calibration.
 """
 
-from .accountants import (
-    DEFAULT_RDP_ORDERS,
-    PLDAccountant,
-    PrivacyAccountant,
-    RdpAccountant,
-    UnsupportedEventError,
-    register_pld,
-    register_rdp,
-)
+import warnings
+
+from .accountants import DEFAULT_RDP_ORDERS, RdpAccountant, UnsupportedEventError
 from .calibration import CalibrationError, calibrate, smallest_epsilon
 from .calibrators import (
     AMP_DEFAULTS,
-    MAX_EPSILON,
-    MIN_EPSILON,
     AmpCalibration,
     amp_parameters,
-    check_epsilon,
     dpsgd_noise_multiplier,
     gaussian_noise_multiplier,
-    gaussian_sigma,
-    pld_grid,
 )
 from .conversions import (
     delta_from_rdp,
@@ -47,7 +36,7 @@ from .events import (
     AmpDpEvent,
     ComposedDpEvent,
     DiscreteGaussianDpEvent,
-    DiscreteLaplaceDpEvent,
+    DiscreteLaplaceScaleDpEvent,
     GaussianDpEvent,
     ObjectivePerturbationDpEvent,
     PoissonSampledDpEvent,
@@ -58,6 +47,13 @@ from .events import (
     tuned_event,
 )
 from .gaussian import gaussian_delta, gaussian_epsilon, gaussian_rdp
+from .gaussian_calibration import (
+    MAX_EPSILON,
+    MIN_EPSILON,
+    check_epsilon,
+    gaussian_sigma,
+    pld_grid,
+)
 from .objpert import (
     DominatingPair,
     amp_rdp,
@@ -72,6 +68,24 @@ from .objpert import (
     objpert_rdp,
 )
 from .pld import GridTooLargeError
+from .pld_accountant import PLDAccountant
+from .privacy_accountant import PrivacyAccountant
+from .registry import register_pld, register_rdp
+
+
+def __getattr__(name: str):
+    """``DiscreteLaplaceDpEvent``: the old name of :class:`DiscreteLaplaceScaleDpEvent`."""
+    if name == "DiscreteLaplaceDpEvent":
+        warnings.warn(
+            "dpconvex.accounting.DiscreteLaplaceDpEvent is now DiscreteLaplaceScaleDpEvent "
+            "(its parameter is the scale; dp_accounting's DiscreteLaplaceDpEvent takes the "
+            "inverse, noise_parameter)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return DiscreteLaplaceScaleDpEvent
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "AMP_DEFAULTS",
@@ -83,7 +97,7 @@ __all__ = [
     "CalibrationError",
     "ComposedDpEvent",
     "DiscreteGaussianDpEvent",
-    "DiscreteLaplaceDpEvent",
+    "DiscreteLaplaceScaleDpEvent",
     "DominatingPair",
     "GaussianDpEvent",
     "GridTooLargeError",

@@ -67,8 +67,8 @@ from scipy.special import logsumexp, ndtr, ndtri
 
 from .. import _validation as v
 from . import pld as _pld
-from .accountants import register_pld, register_rdp
-from .events import DiscreteGaussianDpEvent, DiscreteLaplaceDpEvent
+from .events import DiscreteGaussianDpEvent, DiscreteLaplaceScaleDpEvent
+from .registry import register_pld, register_rdp
 
 #: Above this sigma (lattice units) the 1-D discrete Gaussian PLD uses the
 #: survival-function bound instead of summing the pmf.
@@ -181,7 +181,7 @@ def _rr_atoms(eps: float) -> tuple[np.ndarray, np.ndarray]:
     return np.array([eps, -eps]), masses
 
 
-def _laplace_atoms(event: DiscreteLaplaceDpEvent) -> tuple[np.ndarray, np.ndarray] | None:
+def _laplace_atoms(event: DiscreteLaplaceScaleDpEvent) -> tuple[np.ndarray, np.ndarray] | None:
     k = _floor(event.sensitivity)
     if k == 0:
         return None
@@ -190,7 +190,7 @@ def _laplace_atoms(event: DiscreteLaplaceDpEvent) -> tuple[np.ndarray, np.ndarra
     return _rr_atoms(k / event.scale)
 
 
-def discrete_laplace_rdp(orders, event: DiscreteLaplaceDpEvent) -> np.ndarray:
+def discrete_laplace_rdp(orders, event: DiscreteLaplaceScaleDpEvent) -> np.ndarray:
     """RDP of ``event`` from its loss atoms: (1/(alpha-1)) log E_P[e^((alpha-1) L)]; KL at 1."""
     orders = np.asarray(orders, dtype=float)
     atoms = _laplace_atoms(event)
@@ -207,7 +207,7 @@ def discrete_laplace_rdp(orders, event: DiscreteLaplaceDpEvent) -> np.ndarray:
     return np.maximum(out, 0.0)
 
 
-def discrete_laplace_loss_pmf(event: DiscreteLaplaceDpEvent, h: float = 1e-4) -> _pld.LossPmf:
+def discrete_laplace_loss_pmf(event: DiscreteLaplaceScaleDpEvent, h: float = 1e-4) -> _pld.LossPmf:
     """Pessimistic PLRV of ``event``: its loss atoms rounded up to the grid h."""
     atoms = _laplace_atoms(event)
     if atoms is None:
@@ -226,5 +226,5 @@ register_pld(
     lambda e, h: discrete_gaussian_loss_pmf(e.sigma, e.sensitivity, h),
     check=_gaussian_pld_check,
 )
-register_rdp(DiscreteLaplaceDpEvent, lambda e, orders: discrete_laplace_rdp(orders, e))
-register_pld(DiscreteLaplaceDpEvent, lambda e, h: discrete_laplace_loss_pmf(e, h))
+register_rdp(DiscreteLaplaceScaleDpEvent, lambda e, orders: discrete_laplace_rdp(orders, e))
+register_pld(DiscreteLaplaceScaleDpEvent, lambda e, h: discrete_laplace_loss_pmf(e, h))

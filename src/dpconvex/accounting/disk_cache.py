@@ -65,6 +65,17 @@ _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _PACKAGES = ("numpy", "scipy", "dp-accounting", "dpconvex")
 
 _lock = threading.Lock()
+
+
+def _new_lock_in_child() -> None:
+    """A fork taken while another thread held the lock must not inherit it locked."""
+    global _lock
+    _lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_new_lock_in_child)
+
 _state: dict = {
     "root": None,  # the directory asked for (None: cache off)
     "configured": False,

@@ -3,7 +3,7 @@
 They subclass ``dp_accounting.dp_event.DpEvent``, so they nest inside
 dp_accounting's own events (``ComposedDpEvent``, ``SelfComposedDpEvent``,
 ``PoissonSampledDpEvent``, ``RepeatAndSelectDpEvent``) and are priced by the
-accountants of :mod:`dpconvex.accounting.accountants`. An event holds only
+rules of :mod:`dpconvex.accounting.registry`. An event holds only
 data-independent parameters; parameters are validated on construction.
 """
 
@@ -183,8 +183,12 @@ class DiscreteGaussianDpEvent(DpEvent):
 
 
 @attr.s(frozen=True, slots=True, auto_attribs=True)
-class DiscreteLaplaceDpEvent(DpEvent):
-    """Discrete Laplace noise (P proportional to exp(-|x|/scale) per coordinate) on Z^d.
+class DiscreteLaplaceScaleDpEvent(DpEvent):
+    """Discrete Laplace noise of a given *scale* (P proportional to exp(-|x|/scale)) on Z^d.
+
+    Not dp_accounting's ``DiscreteLaplaceDpEvent(noise_parameter, sensitivity)``, whose
+    parameter is the inverse, 1 / scale (and which has no dimension); files written
+    before the rename name this class ``DiscreteLaplaceDpEvent``, and still load.
 
     Lattice units, as :class:`DiscreteGaussianDpEvent`; ``sensitivity`` bounds the
     l1 norm of the integer difference of neighbours' answers. Pure epsilon-DP with

@@ -123,7 +123,7 @@ def approximate_self_composed(pmf: pld_pmf.DensePLDPmf, count: int, tail_mass: f
 
     Not a certified bound: the FFT's round-off can put small deltas below the true
     ones. Calibration searches use it to propose candidates quickly
-    (:func:`dpconvex.accounting.accountants.search_hints`); every answer they return is
+    (:func:`dpconvex.accounting.caches.search_hints`); every answer they return is
     checked with :func:`gaussian_pld`.
 
     The same algorithm (Koskela, Jälkö & Honkela 2020; dp_accounting's

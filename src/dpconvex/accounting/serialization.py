@@ -11,7 +11,7 @@ built: events nest at most :data:`MAX_EVENT_DEPTH` levels, a stored tree holds a
 :data:`MAX_EVENT_NODES` events and :data:`MAX_EVENT_NUMBERS` numbers, integers are below
 2^63. Field values must be numbers (non-finite ones only as ``{"float": "inf"}`` or
 ``"-inf"``, as :func:`event_to_dict` writes them), lists or events; the rebuilt event is
-then checked by :func:`dpconvex.accounting.event_checks.validate_event` (counts at most
+then checked by :func:`dpconvex.accounting.event_fields.check_event` (counts at most
 2^53, noise scales in range, sampling rates in (0, 1], ...). Every refusal is one
 ``ValueError`` naming the field.
 """
@@ -23,6 +23,8 @@ import math
 
 import attr
 from dp_accounting.dp_event import ComposedDpEvent, DpEvent
+
+from .event_fields import check_event
 
 #: Deepest nesting of events a stored event may have (an estimator's deepest is 4).
 MAX_EVENT_DEPTH = 32
@@ -40,7 +42,7 @@ _OURS = {
         "AmpDpEvent",
         "RandomChoiceDpEvent",
         "DiscreteGaussianDpEvent",
-        "DiscreteLaplaceDpEvent",
+        "DiscreteLaplaceScaleDpEvent",
     ),
     "dpconvex.bcd.events": ("HiddenStateDpEvent", "MbcdCompositionDpEvent"),
     "dpconvex.sco.events": (
@@ -51,7 +53,7 @@ _OURS = {
     "dpconvex.sampling.posterior": ("ApproximateDpEvent",),
     "dpconvex.queries.privacy": ("GeneralizedGaussianDpEvent",),
     "dpconvex.queries.sparse_vector": ("PureDpEvent",),
-    # dp_accounting's events that validate_event checks field by field. Not listed:
+    # dp_accounting's events that check_event checks field by field. Not listed:
     # NonPrivate/Unsupported (nothing to price), and the tree-aggregation, mixture and
     # truncated-subsampling events (fields unchecked, pricing cost unbounded).
     _DP: (
@@ -69,11 +71,20 @@ _OURS = {
         "RepeatAndSelectDpEvent",
     ),
 }
-#: The event classes a file may name: stored name -> (module, class). Constants of this
-#: module; a stored name is only ever a key into this table.
+#: The event classes a file may name: name -> (module, class). Constants of this
+#: module; a name read from a file is only ever a key into this table (or :data:`_STORED_AS`).
 EVENT_CLASSES: dict[str, tuple[str, str]] = {
     f"{module}.{name}": (module, name) for module, names in _OURS.items() for name in names
 }
+#: Classes renamed since files first named them: name now -> name files hold. Files keep
+#: the old name, so they read the same before and after the rename (dpconvex's discrete
+#: Laplace event takes a scale, dp_accounting's ``DiscreteLaplaceDpEvent`` the inverse).
+_STORED_AS = {
+    "dpconvex.accounting.events.DiscreteLaplaceScaleDpEvent": (
+        "dpconvex.accounting.events.DiscreteLaplaceDpEvent"
+    ),
+}
+_READ_AS = {stored: name for name, stored in _STORED_AS.items()}
 
 
 def _show(value: object, limit: int = 80) -> str:
@@ -84,6 +95,8 @@ def _show(value: object, limit: int = 80) -> str:
 
 def event_class(name: object) -> type:
     """The class of :data:`EVENT_CLASSES` stored as ``name``; ``ValueError`` for any other."""
+    if isinstance(name, str) and name in _READ_AS:
+        name = _READ_AS[name]
     if not isinstance(name, str) or name not in EVENT_CLASSES:
         raise ValueError(
             f"refusing to load event class {_show(name)}: not one of the event classes of "
@@ -100,7 +113,7 @@ def _stored_name(cls: type) -> str | None:
     """The name ``cls`` is stored under, or None if files may not hold it."""
     name = f"{cls.__module__}.{cls.__qualname__}"
     if name in EVENT_CLASSES and event_class(name) is cls:
-        return name
+        return _STORED_AS.get(name, name)
     return None
 
 
@@ -161,7 +174,7 @@ class _Reader:
         if missing:
             raise ValueError(f"{here} misses its field {missing[0]!r}")
         values = {k: self.value(v, depth + 1, f"{here}.{k}") for k, v in fields.items()}
-        if cls is not ComposedDpEvent:  # validate_event walks only ComposedDpEvent's lists
+        if cls is not ComposedDpEvent:  # check_event walks only ComposedDpEvent's lists
             _validate_listed(values)
         try:
             return cls(**values)
@@ -190,13 +203,11 @@ class _Reader:
 
 
 def _validate_listed(values: dict) -> None:
-    """Check the events held in list fields (RandomChoiceDpEvent's), which validate_event skips."""
-    from .event_checks import validate_event
-
+    """Check the events held in list fields (RandomChoiceDpEvent's), which check_event skips."""
     for value in values.values():
         for item in value if isinstance(value, list) else ():
             if isinstance(item, DpEvent):
-                validate_event(item)
+                check_event(item)
 
 
 def _nonfinite(value: dict, where: str) -> float:
@@ -216,10 +227,8 @@ def event_from_dict(data: dict) -> DpEvent:
     Only the classes of :data:`EVENT_CLASSES`; sizes within the caps of this module;
     every field checked (see the module docstring). Raises one ``ValueError`` otherwise.
     """
-    from .event_checks import validate_event
-
     event = _Reader().event(data, 1, "event")
     try:
-        return validate_event(event)
+        return check_event(event)
     except TypeError as err:
         raise ValueError(str(err)) from None

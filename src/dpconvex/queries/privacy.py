@@ -52,7 +52,7 @@ from ..accounting import pld as _pld
 from ..accounting import register_pld, register_rdp
 from ..accounting.events import DpEvent
 from ..accounting.limits import check_count
-from ..accounting.pld import LossPmf
+from ..accounting.pld import LossPmf, self_compose
 from .distribution import check_p, gg_cdf
 
 #: P-mass of each per-coordinate tail cut off before discretization; the left
@@ -291,21 +291,6 @@ def coordinate_loss_pmf(p: float, sigma: float, h: float, shift: float = 1.0) ->
     return LossPmf(h, lower, probs, top_mass)
 
 
-def self_compose(pmf: LossPmf, count: int, tail_mass: float = COMPOSITION_TAIL_MASS) -> LossPmf:
-    """PMF of the sum of ``count`` i.i.d. losses, with certified pessimistic round-off.
-
-    The output window is chosen by Chernoff bounds on the exact log-MGF of the
-    input so that at most ``tail_mass`` lies outside; that mass is charged to
-    +inf. Each bin is a certified upper bound on the exact composed mass: the
-    FFT power is taken under several exponential tilts and its round-off bound
-    added (:func:`dpconvex.accounting.pld.compose_counts`). A plain FFT power
-    is not pessimistic: its ~k*u relative error in the low Fourier modes spreads
-    ~1e-18 of (possibly negative) mass over every bin, which at large epsilon
-    is as large as the far tail that sets delta.
-    """
-    return _pld.self_compose(pmf, count, tail_mass)
-
-
 def round_up(pmf: LossPmf, factor: int, h: float) -> LossPmf:
     """Move a PMF from grid h/factor to grid h, rounding every loss up (pessimistic).
 
@@ -361,7 +346,7 @@ def gg_loss_pmf(
     sensitivity = v.positive("sensitivity", sensitivity)
     m = fine_grid_factor(p, sigma, k, h, sensitivity)
     one = coordinate_loss_pmf(p, sigma, h / m, sensitivity)
-    return round_up(self_compose(one, k), m, h)
+    return round_up(self_compose(one, k, COMPOSITION_TAIL_MASS), m, h)
 
 
 def pmf_delta(pmf: LossPmf, epsilon: ArrayLike) -> np.ndarray | float:
