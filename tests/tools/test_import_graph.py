@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
-TOOL = Path(__file__).parents[1] / "tools" / "import_graph.py"
+TOOL = Path(__file__).parents[2] / "tools" / "import_graph.py"
 
 
 def _tool():

@@ -12,7 +12,7 @@ from dpconvex import load_model
 from dpconvex.cli import _progress, main
 from dpconvex.preprocessing import load_schema
 
-from .table_schemas import cities_schema
+from ..table_schemas import cities_schema
 
 SECRET = "Zanzibar-4471"  # a cell's content that no message may show
 

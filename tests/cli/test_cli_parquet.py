@@ -11,7 +11,7 @@ import pytest
 from dpconvex.cli import main
 from dpconvex.datasets.parquet import load_parquet_cells
 
-from .table_schemas import cities_schema
+from ..table_schemas import cities_schema
 
 SECRET = "Zanzibar-4471"  # a cell's content that no message may show
 
