@@ -7,8 +7,8 @@ import pytest
 from click.testing import CliRunner
 
 from dpconvex.accounting import PrivacyAccountant, gaussian_sigma
-from dpconvex.queries import GeneralizedGaussianDpEvent, gaussian_expected_max_abs
 from dpconvex.cli.counting import counting
+from dpconvex.queries import GeneralizedGaussianDpEvent, gaussian_expected_max_abs
 
 
 def invoke(*args):
