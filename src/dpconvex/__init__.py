@@ -9,8 +9,8 @@ from .budget import (
     LedgerTamperedError,
 )
 from .models import DPHuberRegressor, DPLinearRegression, DPLogisticRegression
-from .models.persist import ModelFileError, load_model, save_model
 from .models.clipping import ClippingWarning
+from .models.persist import ModelFileError, load_model, save_model
 from .models.session import (
     RepeatedFitWarning,
     UnpricedStepWarning,
