@@ -111,7 +111,8 @@ html_theme_options = {
 }
 # top-level pages have no section to navigate: no empty left sidebar
 _TOP_PAGES = (
-    "index", "quickstart", "choosing", "concepts", "cli", "references", "reports", "theorems"
+    "index", "quickstart", "choosing", "concepts", "cli", "references", "reports", "theorems",
+    "architecture",
 )
 html_sidebars = {page: [] for page in _TOP_PAGES}
 html_show_sourcelink = False

@@ -3,6 +3,7 @@
 * :mod:`~.policy` — the frozen :class:`RowPolicy` (row norm, bound, intercept) and the
   free per-row transformations it names;
 * :mod:`~.clipping` — per-example clipping factors and the clipped GLM gradient;
+* :mod:`~.batches` — Poisson subsamples of the rows (the batches of DP-SGD-type steps);
 * :mod:`~.kernels` — the per-chunk kernels (objective, clipped sums, sufficient statistics);
 * :mod:`~.sources` — the :class:`RowSource` protocol (``reduce``, ``subsample``,
   ``objective``) and the in-memory source; :mod:`~.dask_rows` — the dask source.
