@@ -10,7 +10,7 @@ from ..accounting import (
     ObjectivePerturbationDpEvent,
 )
 from ..experiments.figures import require_matplotlib
-from ..experiments.registry import REPRODUCTIONS, run_reproduction
+from ..experiments.registry import ALIASES, REPRODUCTIONS, run_reproduction
 from .options import (
     Count,
     InputFile,
@@ -25,7 +25,7 @@ MAX_TRIALS = 1000
 
 
 @click.command("reproduce")
-@click.argument("name", type=click.Choice(tuple(REPRODUCTIONS)))
+@click.argument("name", type=click.Choice(tuple(REPRODUCTIONS) + tuple(ALIASES)))
 @click.option(
     "--out",
     required=True,
@@ -55,12 +55,14 @@ MAX_TRIALS = 1000
 def reproduce(name, out, trials, quick, mnist):
     """Rerun a published experiment; writes CSV/JSON results and a PNG plot to --out.
 
-    NAME picks the experiment. fig1, fig3, fig4, fig5: privacy curves of objective
-    perturbation and AMP; fig2, tables: their accuracy against DP-SGD. sco-rates:
-    measured error rates of private stochastic convex optimization. mbcd-privacy,
-    mbcd-nmf, mbcd-classification: private mini-batch block coordinate descent.
-    ganesh-fig4.1: private mirror descent with public data. Full runs can take hours;
-    try --quick first.
+    NAME picks the experiment. objpert-privacy-bounds, objpert-rdp-curves, objpert-composition,
+    rdp-objpert-gaussian-dpsgd: privacy curves of objective perturbation (Figures
+    1, 3, 4, 5 of Redberg, Koskela & Wang; also accepted as fig1, fig3, fig4, fig5);
+    linear-accuracy-vs-epsilon, linear-accuracy-tables: their accuracy against DP-SGD
+    (fig2, tables). sco-rates: measured error rates of private stochastic convex
+    optimization. mbcd-privacy, mbcd-nmf, mbcd-classification: private mini-batch block
+    coordinate descent. public-mirror-descent: private mirror descent with public data
+    (ganesh-fig4.1). Full runs can take hours; try --quick first.
     """
     require_matplotlib(f"dpconvex reproduce {name}")  # before --out is created
     out_dir = output_directory(out)

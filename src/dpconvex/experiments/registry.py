@@ -68,30 +68,43 @@ def _ganesh_fig4_1(out_dir: Path, *, quick: bool, trials: int | None, mnist: Pat
     return reproduce_ganesh_fig4_1(out_dir, quick=quick, trials=trials)
 
 
-#: name -> reproduction, in the order ``dpconvex reproduce --help`` lists them.
+#: name -> reproduction, in the order ``dpconvex reproduce --help`` lists them; each name
+#: says what is reproduced (the paper's own figure and table numbers are in ALIASES)
 REPRODUCTIONS: dict[str, Reproduction] = {
-    "fig1": _accounting_figure("fig1"),
-    "fig2": _accuracy("fig2"),
-    "fig3": _accounting_figure("fig3"),
-    "fig4": _accounting_figure("fig4"),
-    "fig5": _accounting_figure("fig5"),
-    "tables": _accuracy("tables"),
+    "objpert-privacy-bounds": _accounting_figure("fig1"),
+    "linear-accuracy-vs-epsilon": _accuracy("fig2"),
+    "objpert-rdp-curves": _accounting_figure("fig3"),
+    "objpert-composition": _accounting_figure("fig4"),
+    "rdp-objpert-gaussian-dpsgd": _accounting_figure("fig5"),
+    "linear-accuracy-tables": _accuracy("tables"),
     "sco-rates": _sco_rates,
     "mbcd-privacy": _mbcd_privacy,
     "mbcd-nmf": _mbcd_nmf,
     "mbcd-classification": _mbcd_classification,
-    "ganesh-fig4.1": _ganesh_fig4_1,
+    "public-mirror-descent": _ganesh_fig4_1,
+}
+
+#: the earlier names (figure and table numbers of the papers), still accepted
+ALIASES: dict[str, str] = {
+    "fig1": "objpert-privacy-bounds",
+    "fig2": "linear-accuracy-vs-epsilon",
+    "fig3": "objpert-rdp-curves",
+    "fig4": "objpert-composition",
+    "fig5": "rdp-objpert-gaussian-dpsgd",
+    "tables": "linear-accuracy-tables",
+    "ganesh-fig4.1": "public-mirror-descent",
 }
 
 
 def run_reproduction(
     name: str, out_dir: Path, *, quick: bool, trials: int | None, mnist: Path | None = None
 ) -> object:
-    """Run the reproduction ``name`` (one of :data:`REPRODUCTIONS`; KeyError-free refusal).
+    """Run the reproduction ``name`` (of :data:`REPRODUCTIONS`, or an :data:`ALIASES` name).
 
     Raises :class:`~dpconvex.experiments.figures.MissingFiguresExtraError` before any work
     if matplotlib (the ``figures`` extra) is not installed.
     """
+    name = ALIASES.get(name, name)
     if name not in REPRODUCTIONS:
         raise ValueError(f"unknown reproduction {name!r}: choose one of {', '.join(REPRODUCTIONS)}")
     require_matplotlib(f"dpconvex reproduce {name}")
