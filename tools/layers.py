@@ -39,7 +39,7 @@ LAYERS: list[tuple[str, str, tuple[str, ...]]] = [
     ("accounting", "events, accountants (PLD, RDP), calibration, the budget ledger",
      ("accounting", "budget")),
     ("foundations", "losses, releases, validation, randomness, logging",
-     ("losses", "release", "_validation", "_random", "_arrays", "_logs")),
+     ("losses", "release", "_validation", "_random", "_arrays", "_logs", "_forksafe")),
 ]  # fmt: skip
 
 

@@ -25,24 +25,14 @@ available from :func:`rdp_convergence_count`; the command line prints it as one
 from __future__ import annotations
 
 import logging
-import os
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from ._forksafe import ForkSafeLock
+
 _MESSAGE_PREFIX = "_compute_log_a_frac failed to converge"
 
-_lock = threading.Lock()
-
-
-def _new_lock_in_child() -> None:
-    """A fork taken while another thread held the lock must not inherit it locked."""
-    global _lock
-    _lock = threading.Lock()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_new_lock_in_child)
+_lock = ForkSafeLock()  # a forked child finds it unlocked
 
 
 class _ConvergenceFilter(logging.Filter):

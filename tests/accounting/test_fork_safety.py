@@ -1,4 +1,5 @@
-"""A fork taken while another thread holds an accounting lock leaves the child usable."""
+"""A fork taken while another thread holds one of the library's locks leaves the child
+usable: every lock guarding a cache or the session record is a ForkSafeLock."""
 
 import os
 import threading
@@ -8,6 +9,8 @@ import pytest
 
 from dpconvex import _logs
 from dpconvex.accounting import caches, disk_cache
+from dpconvex.budget import chain
+from dpconvex.models import session
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
 
@@ -16,6 +19,9 @@ LOCKS = {
     "composed": lambda: caches._COMPOSED._lock,
     "disk cache": lambda: disk_cache._lock,
     "logs": lambda: _logs._lock,
+    "session record": lambda: session._SESSION.lock,
+    "ledger event memo": lambda: chain._EVENTS._lock,
+    "ledger RDP memo": lambda: chain._RDP._lock,
 }
 
 

@@ -16,8 +16,6 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import math
-import os
-import threading
 from collections import OrderedDict
 from collections.abc import Iterator
 
@@ -25,6 +23,7 @@ import attr
 import numpy as np
 from dp_accounting import dp_event
 
+from .._forksafe import ForkSafeLock
 from . import disk_cache, registry
 
 
@@ -136,7 +135,7 @@ class _ResultCache:
         self._size = size
         self._data: OrderedDict = OrderedDict()
         self._approximate: OrderedDict = OrderedDict()  # answers for searches only
-        self._lock = threading.Lock()
+        self._lock = ForkSafeLock()  # a forked child finds it unlocked
         self.hits = 0
         self.hints = 0
 
@@ -229,7 +228,7 @@ class _ComposedCache:
     def __init__(self, size: int = 8):
         self._size = size
         self._data: OrderedDict = OrderedDict()
-        self._lock = threading.Lock()
+        self._lock = ForkSafeLock()  # a forked child finds it unlocked
 
     def get(self, key):
         with self._lock:
@@ -261,16 +260,3 @@ def _forget_all() -> None:
 
 
 registry.on_change(_forget_all)
-
-
-def _new_locks_in_child() -> None:
-    """A fork taken while another thread held a cache's lock must not inherit it locked.
-
-    The entries stay: they were computed by this same code from public inputs.
-    """
-    for cache in (_RESULTS, _COMPOSED):
-        cache._lock = threading.Lock()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_new_locks_in_child)

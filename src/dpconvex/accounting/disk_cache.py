@@ -47,10 +47,11 @@ import stat
 import struct
 import sys
 import tempfile
-import threading
 import warnings
 from importlib import metadata
 from pathlib import Path
+
+from .._forksafe import ForkSafeLock
 
 ENVIRONMENT_VARIABLE = "DPCONVEX_ACCOUNTING_CACHE"
 KEY_FILE = "accounting.key"
@@ -64,17 +65,7 @@ _NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _PACKAGES = ("numpy", "scipy", "dp-accounting", "dpconvex")
 
-_lock = threading.Lock()
-
-
-def _new_lock_in_child() -> None:
-    """A fork taken while another thread held the lock must not inherit it locked."""
-    global _lock
-    _lock = threading.Lock()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_new_lock_in_child)
+_lock = ForkSafeLock()  # a forked child finds it unlocked
 
 _state: dict = {
     "root": None,  # the directory asked for (None: cache off)

@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 
 from dp_accounting.dp_event import DpEvent
 
+from .._forksafe import ForkSafeLock
 from ..accounting.event_checks import validate_event
 from ..accounting.serialization import event_from_dict
 from .values import MAX_EVENT_TEXT, RENYI_FILTER
@@ -44,7 +43,7 @@ class _Memo:
     def __init__(self, size: int = 4096):
         self._data: OrderedDict = OrderedDict()
         self._size = size
-        self._lock = threading.Lock()
+        self._lock = ForkSafeLock()
 
     def get(self, key, compute):
         with self._lock:
@@ -61,16 +60,6 @@ class _Memo:
 
 _EVENTS = _Memo()
 _RDP = _Memo()
-
-
-def _reset_memo_locks_in_child() -> None:
-    """A fork taken while another thread held a memo's lock must not inherit it locked."""
-    for memo in (_EVENTS, _RDP):
-        memo._lock = threading.Lock()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_reset_memo_locks_in_child)
 
 
 def _load_event(text: str) -> DpEvent:

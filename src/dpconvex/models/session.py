@@ -19,7 +19,6 @@ from __future__ import annotations
 import contextvars
 import os
 import sys
-import threading
 import warnings
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -27,6 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 from dp_accounting.dp_event import ComposedDpEvent, DpEvent, NoOpDpEvent, SelfComposedDpEvent
 
+from .._forksafe import ForkSafeLock
 from .row_fingerprints import row_keys, sorted_unique_keys
 
 #: most row hashes the session keeps (16 MiB); beyond it every fit keeps a consistent
@@ -70,7 +70,7 @@ class _Fit:
 
 class _Session:
     def __init__(self) -> None:
-        self.lock = threading.Lock()
+        self.lock = ForkSafeLock()
         self.clear()
 
     def clear(self) -> None:
@@ -86,14 +86,6 @@ class _Session:
 
 _SESSION = _Session()
 _INNER = contextvars.ContextVar("dpconvex_priced_by_caller", default=False)
-
-
-def _reset_lock_in_child() -> None:
-    _SESSION.lock = threading.Lock()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_reset_lock_in_child)
 
 
 @contextmanager
