@@ -150,7 +150,8 @@ def choose_method(
 
 
 #: below this n / (z d) every method of the synthetic benchmark was within 0.04 R^2 (or
-#: 1 accuracy point) of the constant model (benchmarks/derive_auto_method.py)
+#: 1 accuracy point) of the constant model (benchmarks/derive_auto_method.py); since
+#: DP-GD's least-squares clip rule its best linear cell there reaches 0.086 R^2 (r = 0.92)
 CONSTANT_SNR = 1.0
 
 
