@@ -1,7 +1,9 @@
 """Derive ``method="auto"``: which method wins at which public sizes, on synthetic data only.
 
 Run:  python benchmarks/derive_auto_method.py run  [--seeds 2] [--jobs 2] [--save F.jsonl]
-      (appends to F.jsonl and skips the data sets already in it: a run can resume)
+      (appends to F.jsonl and skips the data sets already in it: a run can resume;
+      the rule's grid: --max-cells 2e6, 90 cells per family; --families linear reruns
+      one family, as after DP-GD's least-squares clip rule: 216 s with --jobs 2)
       python benchmarks/derive_auto_method.py rule --load F.jsonl
       python benchmarks/derive_auto_method.py adult [--seeds 3]
 
@@ -25,9 +27,11 @@ prints the method auto picks at epsilon 0.1, 1 and 8 and its test accuracy besid
 ``rule`` reads the lines back and prints, per family, the table of winners (mean over
 seeds; a method within one standard error of the best counts as tied, ``=``), what
 :func:`dpconvex.plans.auto.choose_method` picks in each cell and its regret (best mean
-minus the mean of the pick), and the cells where the best method is no better than the
-constant baseline next to the signal-to-noise ratio that predicts it
-(:func:`dpconvex.plans.auto.signal_to_noise`).
+minus the mean of the pick), the mean regret of "DP-GD when there are at least c
+columns and the signal-to-noise ratio (:func:`dpconvex.plans.auto.signal_to_noise`) is
+below t, AMP otherwise" for c in {1, 15} and a range of t (how the thresholds were
+chosen), and the cells where the best method is no better than the constant baseline
+next to the ratio that predicts it.
 
 BLAS threads are pinned to one; jobs (one data set each) run in ``--jobs`` processes.
 """
@@ -195,7 +199,33 @@ def rule(args) -> None:
         for key in keys:
             wins[max(cells[key], key=lambda m: np.mean(cells[key][m]))] += 1
         print("cells won: " + ", ".join(f"{m} {c}" for m, c in sorted(wins.items())))
+        _threshold_scan(task, keys, cells, k)
         _constant_cells(family, keys, cells, base, k)
+
+
+def _threshold_scan(task, keys, cells, k) -> None:
+    """Mean regret of "DP-GD when columns >= c and n / (z d) < t, AMP otherwise"."""
+    from dpconvex.plans.auto import signal_to_noise
+
+    means = {key: {m: float(np.mean(v)) for m, v in cells[key].items()} for key in keys}
+    snrs = {key: signal_to_noise(task, key[1], key[2] + 1, key[3], DELTA) for key in keys}
+
+    def regret(pick, c=1, t=math.inf) -> float:
+        return k * float(np.mean([max(means[key].values()) - means[key][pick(key, c, t)]
+                                  for key in keys]))  # fmt: skip
+
+    def rule(key, c, t) -> str:
+        return "dpgd" if key[2] + 1 >= c and snrs[key] < t else "amp"
+
+    print(f"\nmean regret: AMP always {regret(lambda *_: 'amp'):.3f}, "
+          f"DP-GD always {regret(lambda *_: 'dpgd'):.3f}; "
+          "DP-GD when columns >= c and snr < t, AMP otherwise:")  # fmt: skip
+    thresholds = (3, 10, 20, 30, 50, 70, 100, 150, 200, 300, 1000)
+    print("| c \\ t | " + " | ".join(f"{t:g}" for t in thresholds) + " |")
+    print("|" + "---|" * (len(thresholds) + 1))
+    for c in (1, 15):
+        cols = [regret(rule, c, t) for t in thresholds]
+        print(f"| {c} | " + " | ".join(f"{r:.4f}" for r in cols) + " |")
 
 
 def _constant_cells(family, keys, cells, base, k) -> None:

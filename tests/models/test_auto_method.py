@@ -9,7 +9,7 @@ import pytest
 from dpconvex import DPHuberRegressor, DPLinearRegression, DPLogisticRegression
 from dpconvex.models.persist import ModelFileError, load_model, save_model
 from dpconvex.plans import PLANS, ConstantModelWarning, choose_method
-from dpconvex.plans.auto import TASK_METHODS, signal_to_noise
+from dpconvex.plans.auto import REGRESSION_SNR, TASK_METHODS, signal_to_noise
 
 ESTIMATORS = (DPLogisticRegression, DPLinearRegression, DPHuberRegressor)
 # public sizes and budgets spanning the rule's regions (rows, features, epsilon)
@@ -85,16 +85,65 @@ def test_on_dask_and_on_a_subsample_auto_picks_a_plan_that_can_run_there():
 def test_the_rule_of_the_derivation():
     # benchmarks/derive_auto_method.py: DP-GD where many columns meet a small n / (z d),
     # AMP with few columns or a large ratio; never AdaSSP or output perturbation first
-    for task in ("classification", "regression"):
+    for task in ("classification", "huber"):
         assert choose_method(task, 3000, 201, 1.0, 1e-5)[0] == "dpgd"  # ratio 3.1
         assert choose_method(task, 3000, 6, 0.1, 1e-5)[0] == "amp"  # 6 columns
         assert choose_method(task, 30_000, 31, 30.0, 1e-5)[0] == "amp"  # ratio 6190
-    # between the two thresholds (ratio 69): AMP for classification, DP-GD for regression
+    # between the two thresholds (ratio 69): AMP for classification, DP-GD for Huber
     assert choose_method("classification", 10_000, 31, 1.0, 1e-5)[0] == "amp"
-    assert choose_method("regression", 10_000, 31, 1.0, 1e-5)[0] == "dpgd"
+    assert choose_method("huber", 10_000, 31, 1.0, 1e-5)[0] == "dpgd"
     for task in TASK_METHODS:
         for n, d, eps in GRID:
             assert choose_method(task, n, d, eps, 1e-5)[0] in ("amp", "dpgd")
+
+
+@pytest.mark.parametrize(
+    "n, d, eps, method",
+    [
+        # the derivation's grid after DP-GD's least-squares clip rule (d + 1 columns):
+        # DP-GD won with 6 columns too while n / (z d) <= 103 ...
+        (3000, 6, 0.1, "dpgd"),  # ratio 10.3; DP-GD 0.70 R^2, AMP 0.59
+        (10_000, 6, 0.1, "dpgd"),  # ratio 34.4; 0.70 against 0.68
+        (300, 6, 10.0, "dpgd"),  # ratio 103
+        (10_000, 31, 1.0, "dpgd"),  # ratio 66.6
+        (3000, 201, 30.0, "dpgd"),  # ratio 92.4
+        # ... AMP from 200 on, at every width
+        (30_000, 31, 1.0, "amp"),  # ratio 200
+        (30_000, 6, 0.3, "amp"),  # ratio 310
+        (100_000, 6, 0.1, "amp"),  # ratio 344
+        # the frontier benchmark's sizes: DP-GD at epsilon 0.1 and 0.3 (where it scored
+        # higher), AMP from epsilon 1 at 16000 x 10 and from epsilon 3 at every size
+        (4000, 6, 0.1, "dpgd"),
+        (16_000, 11, 0.1, "dpgd"),
+        (16_000, 31, 0.1, "dpgd"),
+        (16_000, 11, 0.3, "dpgd"),  # ratio 90
+        (16_000, 11, 1.0, "amp"),  # ratio 300
+        (4000, 6, 3.0, "amp"),
+        (16_000, 31, 3.0, "amp"),
+    ],
+)
+def test_the_least_squares_rule_of_the_rerun_derivation(n, d, eps, method):
+    # least squares alone: DP-GD below n / (z d) = 150, whatever the number of columns
+    assert choose_method("regression", n, d, eps, 1e-5)[0] == method
+
+
+def test_the_least_squares_threshold_lies_between_the_grids_ratios():
+    # the grid's ratios 103 (DP-GD won) and 200 (AMP won) bracket the threshold 150
+    assert signal_to_noise("regression", 300, 6, 10.0, 1e-5) == pytest.approx(103.2, abs=0.1)
+    assert signal_to_noise("regression", 30_000, 31, 1.0, 1e-5) == pytest.approx(199.7, abs=0.1)
+    assert 103.2 < REGRESSION_SNR < 199.7
+    assert choose_method("regression", 1000, 6, 1.0, 1e-5)[1].startswith("DP-GD: rows")
+    # the clip rule is for least squares: Huber and classification keep the column rule
+    for task in ("huber", "classification"):
+        assert choose_method(task, 4000, 6, 0.1, 1e-5)[0] == "amp"
+
+
+def test_the_public_estimators_follow_the_least_squares_rule():
+    # DPLinearRegression(epsilon=0.1).chosen_method(4000, 5): the frontier's 4000 x 5
+    assert DPLinearRegression(epsilon=0.1, y_bound=1.0).chosen_method(4000, 5)[0] == "dpgd"
+    assert DPLinearRegression(epsilon=0.1, y_bound=1.0).chosen_method(16_000, 10)[0] == "dpgd"
+    assert DPLinearRegression(epsilon=1.0, y_bound=1.0).chosen_method(16_000, 10)[0] == "amp"
+    assert DPHuberRegressor(epsilon=0.1).chosen_method(4000, 5)[0] == "amp"
 
 
 def test_more_classes_are_priced_like_a_smaller_epsilon():

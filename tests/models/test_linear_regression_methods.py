@@ -18,7 +18,7 @@ def test_default_is_amp_because_it_beats_adassp_where_n_eps_is_small():
     # the derivation of the default (docs/frontier.md): AdaSSP's noisy Gram matrix needs a
     # ridge that shrinks the fit when n * epsilon is small against d; AMP keeps X^T X exact
     # the default is now method="auto"; at these sizes it never picks AdaSSP
-    assert DPLinearRegression(epsilon=0.3).chosen_method(3000, 3)[0] == "amp"
+    assert DPLinearRegression(epsilon=0.3).chosen_method(3000, 3)[0] in ("amp", "dpgd")
     X, y, Xs, ys = _regression(n=3000, d=3)
 
     def r2(method):

@@ -69,42 +69,59 @@ def signal_to_noise(task: str, n: int, d: int, epsilon: float, delta: float, k: 
     return n / (gaussian_multiplier(epsilon, delta, k) * d)
 
 
-#: DP-GD is chosen only with at least this many columns (intercept included) ...
+#: DP-GD is chosen for least squares below this n / (z d), whatever the columns
+REGRESSION_SNR = 150.0
+#: for classification and Huber, DP-GD is chosen only with at least this many columns ...
 MIN_DPGD_COLUMNS = 15
 #: ... and below this n / (z d), for classification
 CLASSIFICATION_SNR = 60.0
-#: ... and for regression (least squares and Huber)
-REGRESSION_SNR = 100.0
+#: ... and for Huber
+HUBER_SNR = 100.0
 
 
 def ranking(task: str, n: int, d: int, epsilon: float, delta: float, k: int = 1):
     """(methods best first, the reason in words), from public values only.
 
-    Full-batch DP-GD when d >= 15 columns and r = n / (z d) (:func:`signal_to_noise`) is
-    below 60 (classification) or 100 (regression); AMP otherwise. Derived by
+    Full-batch DP-GD when r = n / (z d) (:func:`signal_to_noise`) is below 150 for least
+    squares (``task="regression"``), or when d >= 15 columns and r is below 60
+    (classification) or 100 (Huber); AMP otherwise. Derived by
     ``benchmarks/derive_auto_method.py`` on synthetic logistic and linear models (n 300
-    to 1e5, d 5 to 200, epsilon 0.1 to 30, delta 1e-5, 2 to 3 seeds, every method at
-    its defaults). DP-GD won the cells of many columns and small r (its noisy full
-    gradients degrade towards the constant model, while AMP's objective noise, of norm
-    growing with sqrt(d), moves its exact minimizer), AMP the cells of few columns or
-    large r, where DP-SGD and output perturbation at best tied with it; AdaSSP won
-    only cells where every method was within noise of the constant, and stays a
-    fallback. The thresholds minimize the mean regret (best method's score minus the
-    choice's) over the grid: 0.15 accuracy points for classification (AMP always: 1.12,
-    DP-GD always: 0.49) and 0.016 R^2 for regression (AMP always: 0.049); the regret is
-    flat for thresholds between 20 and 200. Columns 6 (d = 5) against 31 (d = 30) is
-    where the grid separates "AMP wins at every r" from "DP-GD wins at small r".
+    to 1e5, d 5 to 200 with n d <= 2e6, epsilon 0.1 to 30, delta 1e-5, 2 seeds, every
+    method at its defaults; 90 cells per family). DP-GD won the cells of small r (its
+    noisy full gradients degrade towards the constant model, while AMP's objective
+    noise, of norm growing with sqrt(d), moves its exact minimizer), AMP the cells of
+    large r, where DP-SGD and output perturbation at best tied with it; AdaSSP won only
+    cells where every method was within noise of the constant, and stays a fallback.
+
+    Classification: the thresholds minimize the mean regret (best method's score minus
+    the choice's) over the grid, 0.15 accuracy points (AMP always: 1.12, DP-GD always:
+    0.49), flat for thresholds between 20 and 200; columns 6 (d = 5) against 31 (d = 30)
+    is where the grid separated "AMP wins at every r" from "DP-GD wins at small r". Huber
+    keeps the rule the linear family gave before DP-GD's least-squares clip rule (mean
+    regret 0.016 R^2 there, AMP always 0.049); the clip rule does not apply to it. Least
+    squares, rerun after DP-GD's clip rule
+    (:func:`~dpconvex.plans.gradient.default_dpgd_clip`): of the 58 cells with r < 150,
+    at every width (d = 5 included), DP-GD was best or within one standard error of the
+    best in 55 (the other 3 at r <= 0.31, where every method is at the constant) and beat
+    AMP in 56; of the 32 cells with r >= 150 AMP was best or tied in 31. Mean regret
+    0.0035 R^2 for any threshold in (103, 199] (none of the grid's r lies between), the
+    old rule 0.0146, AMP always 0.085; larger thresholds and DP-GD always reach
+    0.0033-0.0034 through a few small-n cells, but DP-GD lost to AMP in 25 of the 28
+    cells with n >= 3000 and r >= 150 (by up to 0.0027), taking a median 13 times AMP's
+    time.
     """
     snr = signal_to_noise(task, n, d, epsilon, delta, k)
-    threshold = CLASSIFICATION_SNR if task == "classification" else REGRESSION_SNR
+    threshold = {"classification": CLASSIFICATION_SNR, "huber": HUBER_SNR}.get(task, REGRESSION_SNR)
+    min_columns = 1 if task == "regression" else MIN_DPGD_COLUMNS
     signal = f"rows / (noise multiplier x columns) = {snr:.3g}"
-    if d >= MIN_DPGD_COLUMNS and snr < threshold:
+    if d >= min_columns and snr < threshold:
         order = ("dpgd", "amp", "dpsgd", "output", "adassp")
-        why = f"DP-GD: {d} columns and {signal}, below {threshold:g}"
+        columns = f"{d} columns and " if task != "regression" else ""
+        why = f"DP-GD: {columns}{signal}, below {threshold:g}"
     else:
         order = ("amp", "dpgd", "dpsgd", "output", "adassp")
-        if d < MIN_DPGD_COLUMNS:
-            why = f"AMP: {d} columns, fewer than {MIN_DPGD_COLUMNS}"
+        if d < min_columns:
+            why = f"AMP: {d} columns, fewer than {min_columns}"
         else:
             why = f"AMP: {signal}, at least {threshold:g}"
     return order, why + " (the better method there on synthetic data)"
@@ -133,7 +150,8 @@ def choose_method(
 
 
 #: below this n / (z d) every method of the synthetic benchmark was within 0.04 R^2 (or
-#: 1 accuracy point) of the constant model (benchmarks/derive_auto_method.py)
+#: 1 accuracy point) of the constant model (benchmarks/derive_auto_method.py); since
+#: DP-GD's least-squares clip rule its best linear cell there reaches 0.086 R^2 (r = 0.92)
 CONSTANT_SNR = 1.0
 
 
