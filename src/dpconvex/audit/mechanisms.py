@@ -14,6 +14,7 @@ import numpy as np
 
 from ..accounting import PrivacyAccountant, dpsgd_event, gaussian_sigma
 from ..mechanisms import amp, dpsgd, output_perturbation, output_sensitivity
+from ..mechanisms.adassp import adassp, adassp_event
 from .linear_loss import LinearLoss
 from .mechanisms_bcd import AUDITS_BCD
 from .mechanisms_ganesh import AUDITS_GANESH
@@ -91,11 +92,28 @@ def _dpsgd(fast: bool):
     return run, claimed, DELTA
 
 
+def _adassp(fast: bool):
+    """AdaSSP (Wang, arXiv 1803.02596, Algorithm 2): a canary (x = 1, y = 1) among 20 rows
+    (x = 1/2, y = 0), so X^T y moves by its whole sensitivity; statistic: theta[0]."""
+    base_X, base_y = np.full((20, 1), 0.5), np.zeros(20)
+    X_z, y_z = np.vstack([base_X, [[1.0]]]), np.append(base_y, 1.0)
+    z = 2.0
+
+    def run(use_z, rng):
+        X, y = (X_z, y_z) if use_z else (base_X, base_y)
+        rel = adassp(X, y, noise_multiplier=z, row_bound=1.0, y_bound=1.0, delta=DELTA, rng=rng)
+        return float(rel.theta[0])
+
+    claimed = PrivacyAccountant("pld").compose(adassp_event(z)).get_epsilon(DELTA)
+    return run, claimed, DELTA
+
+
 AUDITS: dict[str, Callable] = {
     "amp-linear": _amp_linear,
     "amp-exact-instance": _amp_exact_instance,
     "output-perturbation": _output_perturbation,
     "dpsgd": _dpsgd,
+    "adassp": _adassp,
     # the DP-SCO, DP-MBCD and thesis mechanisms' auditors live in their own modules
     **AUDITS_SCO,
     **AUDITS_BCD,
