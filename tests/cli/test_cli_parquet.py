@@ -8,21 +8,14 @@ import sys
 import numpy as np
 import pytest
 
-from dpconvex.cli import main
 from dpconvex.datasets.parquet import load_parquet_cells
 
 from ..table_schemas import cities_schema
+from .runner import run
 
 SECRET = "Zanzibar-4471"  # a cell's content that no message may show
 
 SCHEMA = cities_schema()
-
-
-def run(argv, capsys):
-    with pytest.raises(SystemExit) as exit_info:
-        main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return exit_info.value.code, out, err
 
 
 def _columns(n=400, seed=0):
@@ -142,3 +135,25 @@ def test_parquet_without_pyarrow_names_the_extra(tmp_path, capsys, monkeypatch):
                           "--out", tmp_path / "m.json"], capsys)  # fmt: skip
     assert code == 2
     assert "pip install 'dpconvex[dask]'" in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.dask
+def test_memory_is_bounded_from_the_footer_before_anything_is_decoded(tmp_path, monkeypatch):
+    """A small file can declare a huge table: refused by the footer's row count and
+    decompressed size; a long text repeated through a dictionary is held once."""
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    from dpconvex.datasets import parquet
+
+    path = tmp_path / "repeated.parquet"
+    long_text = "x" * 100_000
+    pq.write_table(pa.table({"note": [long_text] * 2000, "y": [0, 1] * 1000}), path)
+    assert path.stat().st_size < 100_000  # 200 MB of text once decoded row by row
+    cells, y = load_parquet_cells(path, ["note"], "y")
+    assert cells.shape == (2000, 1) and cells[0, 0] is cells[1999, 0]
+    monkeypatch.setattr(parquet, "MAX_DECODED_BYTES", 50_000)
+    with pytest.raises(ValueError, match="decompressed, more than the 50000 read into memory"):
+        load_parquet_cells(path, ["note"], "y")
+    monkeypatch.setattr(parquet, "MAX_CELLS", 3000)
+    with pytest.raises(ValueError, match="4000 cells to read, more than the 3000"):
+        load_parquet_cells(path, ["note"], "y")

@@ -240,11 +240,11 @@ def fit(data, target, epsilon, delta, as_json, **options):
 
 def _reader(path, *, cells: bool):
     """The loader of a --data file: Parquet by its suffix (.parquet, .pq), CSV otherwise."""
-    if path.suffix.lower() in (".parquet", ".pq"):
-        from ..datasets.parquet import load_parquet, load_parquet_cells
-
-        return load_parquet_cells if cells else load_parquet
     from ..datasets.files import load_csv, load_csv_cells
+    from ..datasets.parquet import is_parquet, load_parquet, load_parquet_cells
+
+    if is_parquet(path):
+        return load_parquet_cells if cells else load_parquet
 
     return load_csv_cells if cells else load_csv
 

@@ -40,7 +40,7 @@ from .options import (
 @click.option(
     "--target",
     default=None,
-    help="Target column of the CSV file; when given, the accuracy (R^2 and RMSE for a "
+    help="Target column of the file; when given, the accuracy (R^2 and RMSE for a "
     "regression) on these rows is reported too.",
 )
 @click.option(
@@ -94,10 +94,10 @@ def _predict_rows(model_file, model, data: str, target, regression: bool):
     """(X, y) for ``predict``: raw cells for a pipeline, numeric features otherwise."""
     from ..datasets import load_adult, load_csv_features
     from ..datasets.files import load_csv_cells
-    from ..datasets.parquet import load_parquet_cells, load_parquet_features
+    from ..datasets.parquet import is_parquet, load_parquet_cells, load_parquet_features
     from ..models.persist import read_model_record
 
-    parquet = data != "adult" and Path(data).suffix.lower() in (".parquet", ".pq")
+    parquet = data != "adult" and is_parquet(data)
     if hasattr(model, "steps"):
         if data == "adult":
             raise ValueError(
