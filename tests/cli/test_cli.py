@@ -14,6 +14,8 @@ from dpconvex.accounting import (
 )
 from dpconvex.cli import main
 
+from .runner import run
+
 OBJPERT = [
     "account",
     "objpert",
@@ -28,13 +30,6 @@ OBJPERT = [
     "--delta",
     "1e-5",
 ]
-
-
-def run(argv, capsys):
-    with pytest.raises(SystemExit) as exit_info:
-        main(argv)
-    out, err = capsys.readouterr()
-    return exit_info.value.code, out, err
 
 
 def test_account_objpert_json_matches_library_and_spec(capsys):

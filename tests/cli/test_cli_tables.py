@@ -9,21 +9,15 @@ import numpy as np
 import pytest
 
 from dpconvex import load_model
-from dpconvex.cli import _progress, main
+from dpconvex.cli import _progress
 from dpconvex.preprocessing import load_schema
 
 from ..table_schemas import cities_schema
+from .runner import run
 
 SECRET = "Zanzibar-4471"  # a cell's content that no message may show
 
 SCHEMA = cities_schema()
-
-
-def run(argv, capsys):
-    with pytest.raises(SystemExit) as exit_info:
-        main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return exit_info.value.code, out, err
 
 
 @pytest.fixture(scope="module")

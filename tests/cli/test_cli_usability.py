@@ -10,8 +10,10 @@ import pytest
 
 from dpconvex import DPLinearRegression, DPLogisticRegression, load_model, save_model
 from dpconvex._logs import quiet_rdp_convergence, rdp_convergence_count
-from dpconvex.cli import cli, main
+from dpconvex.cli import cli
 from dpconvex.datasets import load_csv
+
+from .runner import run
 
 #: paper coordinates and time promises have no place in --help
 FORBIDDEN = re.compile(
@@ -19,13 +21,6 @@ FORBIDDEN = re.compile(
     r"\[default: \(",
     re.IGNORECASE,
 )
-
-
-def run(argv, capsys):
-    with pytest.raises(SystemExit) as exit_info:
-        main(argv)
-    out, err = capsys.readouterr()
-    return exit_info.value.code, out, err
 
 
 def _commands(group, path=()):
