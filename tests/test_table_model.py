@@ -279,6 +279,29 @@ def test_centred_target_bounds(median, quartile, expected):
     assert centred_target_bounds(median, quartile, 0.0, 1e7) == pytest.approx(expected)
 
 
+def test_the_target_range_gives_way_to_the_two_ends_as_epsilon_grows():
+    # at a large epsilon the two ends' quantiles clip less than the centred range would:
+    # the released range then holds nearly every target (no floor under accuracy)
+    X, _, price = _table(n=2000, seed=3)
+    features = np.column_stack([np.log(X[:, 0].astype(float)) / 10, X[:, 1] / 90.0])
+
+    def inside(epsilon):
+        step = TargetBoundsRegressor(
+            DPLinearRegression(epsilon=1.0, delta=1e-5, method="amp"),
+            y_search_range=(0.0, 1e7),
+            epsilon=epsilon,
+            random_state=5,
+        )
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            step.fit(features.astype(float), price)
+        low, high = step.y_bounds_
+        return np.mean((price >= low) & (price <= high))
+
+    assert inside(0.6) < 0.99  # centred at the private median
+    assert inside(100.0) > 0.995  # two ends at q = 40 / (50 x 2000)
+
+
 def test_the_centred_rule_is_only_the_default_of_a_positive_target_with_both_ends_open():
     # one end declared, or explicit quantiles, or a search range below 0: the ends' rule
     for kwargs, centred in [

@@ -54,7 +54,7 @@ from .models.charge import charge
 from .models.linear import MIN_TARGET_WIDTH
 from .pipeline import PrivatePipeline
 from .preprocessing import Schema, TableEncoder, schema_from_dict, split_epsilon
-from .preprocessing.centring import CENTRE_QUANTILE, centred_range
+from .preprocessing.centring import CENTRE_QUANTILE, centred_range, prefer_centred
 from .preprocessing.defaults import default_quantiles
 from .preprocessing.quantile import check_range, private_quantile, quantile_event
 
@@ -381,7 +381,9 @@ class TargetBoundsRegressor(RegressorMixin, BaseEstimator):
         def quantile(q: float) -> float:
             return float(back(private_quantile(scaled, q, each, a, b, rng)))
 
-        if self._centred(lower):
+        if self._centred(lower) and prefer_centred(
+            target_quantiles(each, y.size)[0], TARGET_SPREAD
+        ):  # the default, while the two ends' quantiles would clip more
             median = quantile(0.5)
             low, high = centred_target_bounds(median, quantile(CENTRE_QUANTILE), lower, upper)
         else:

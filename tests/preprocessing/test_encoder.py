@@ -219,6 +219,26 @@ def test_thin_budget_warns_from_public_sizes_only():
         TableEncoder(ESTIMATED, epsilon=0.1, quantiles=(0.2, 0.8), random_state=0).fit(X)
 
 
+def test_the_centred_range_gives_way_to_the_two_ends_as_epsilon_grows():
+    # the centred range clips ~2.2 % of a normal column at each end whatever epsilon; the
+    # two ends' quantile 40 / (epsilon_each n) goes to 0: at a large epsilon the default
+    # is the two ends' rule, whose range holds nearly every row (no floor under accuracy)
+    from dpconvex.preprocessing.centring import centred_tail, prefer_centred
+
+    assert centred_tail() == pytest.approx(0.0215, abs=1e-4)
+    assert prefer_centred(0.25) and not prefer_centred(0.01)
+    X = table(1000, seed=4)
+    small = TableEncoder(ESTIMATED, epsilon=0.9, random_state=3).fit(X)
+    large = TableEncoder(ESTIMATED, epsilon=100.0, random_state=3).fit(X)
+
+    def inside(enc):
+        low, high = enc.bounds_["age"]
+        return np.mean((X["age"] >= low) & (X["age"] <= high))
+
+    assert inside(small) < 0.99  # centred: about +- 2 standard deviations
+    assert inside(large) > 0.995  # two ends at q = 40 / (33.3 x 1000)
+
+
 def test_a_column_with_both_ends_open_is_centred_at_its_private_median():
     # default quantiles, both ends estimated: the median and the lower quartile (two
     # (epsilon / m, 0)-DP quantiles, the same event), then median +- 3 (median - quartile);

@@ -34,7 +34,7 @@ from sklearn.utils.validation import check_is_fitted
 from .._random import RANDOM_STATE_CONSTRAINT, make_rng
 from ..accounting import MAX_EPSILON, MIN_EPSILON
 from ..models.charge import charge
-from .centring import CENTRE_QUANTILE, centred_range
+from .centring import CENTRE_QUANTILE, centred_range, prefer_centred
 from .columns import (
     category_codes,
     check_dask_table,
@@ -168,9 +168,11 @@ class TableEncoder(TransformerMixin, BaseEstimator):
                 delta=0.0,
             )
         q_lo, q_hi = quantiles or default_quantiles(each, n)
+        # the default quantiles, while they clip more than the centred range would
+        centred = quantiles is None and prefer_centred(q_lo, FEATURE_SPREAD)
         rng = make_rng(self.random_state)
         self.bounds_ = {
-            col.name: _bounds(col, values, (q_lo, q_hi), each, rng, centred=quantiles is None)
+            col.name: _bounds(col, values, (q_lo, q_hi), each, rng, centred=centred)
             for col in schema.columns
             if isinstance(col, Numeric)
         }
@@ -329,9 +331,10 @@ def _bounds(col: Numeric, values, quantiles, each: float, rng, centred: bool = F
     """(low, high) after the column's log: declared ends, and private quantiles of the
     column's values (``values(col)``, read only when an end is estimated).
 
-    ``centred`` (the default quantiles) with both ends open: the range centred at the
-    private median (:func:`~dpconvex.preprocessing.centring.centred_range`), from the
-    same two (each, 0)-DP quantile mechanisms.
+    ``centred`` (the default quantiles, while they clip more than the centred range) with
+    both ends open: the range centred at the private median
+    (:func:`~dpconvex.preprocessing.centring.centred_range`), from the same two (each,
+    0)-DP quantile mechanisms.
     """
     ends = list(col.logged_range())
     todo = [k for k, estimated in enumerate(col.estimated) if estimated]
