@@ -238,9 +238,10 @@ def test_a_pipeline_without_its_own_delta_reports_at_the_models_delta():
 
 
 def test_a_positive_target_is_centred_at_its_private_median():
-    # both ends open in a positive search range: the median and the lower quartile, each
-    # at epsilon / 2 (the same event as two ends), then median +- 3 (median - quartile);
-    # recomputed here from the same seeded stream with the mechanism called directly
+    # both ends open in a positive search range: the median m, then the median u of the
+    # targets' distances |y - m| to it, each at epsilon / 2 (the same event as two ends),
+    # both searched on log1p, then m +- 3 u; recomputed here from the same seeded stream
+    # with the mechanism called directly
     X, _, price = _table(seed=3)
     features = np.column_stack([np.log(X[:, 0].astype(float)) / 10, X[:, 1] / 90.0])
     step = TargetBoundsRegressor(
@@ -255,8 +256,9 @@ def test_a_positive_target_is_centred_at_its_private_median():
     rng = np.random.default_rng(5)
     logged, top = np.log1p(price), np.log1p(1e7)
     median = np.expm1(private_quantile(logged, 0.5, 0.3, 0.0, top, rng))
-    quartile = np.expm1(private_quantile(logged, 0.25, 0.3, 0.0, top, rng))
-    half = 3.0 * (median - quartile)
+    distances = np.log1p(np.abs(price - median))
+    width = np.log1p(max(median, 1e7 - median))
+    half = 3.0 * np.expm1(private_quantile(distances, 0.5, 0.3, 0.0, width, rng))
     assert 0 < half < median  # this draw is not capped at the search range's end
     np.testing.assert_allclose(step.y_bounds_, (median - half, median + half), rtol=1e-12)
     assert step.dp_event_.events[0] == SelfComposedDpEvent(PureDpEvent(0.3), 2)
@@ -266,17 +268,17 @@ def test_a_positive_target_is_centred_at_its_private_median():
 
 
 @pytest.mark.parametrize(
-    ("median", "quartile", "expected"),
+    ("median", "unit", "expected"),
     [
-        (100.0, 90.0, (100.0 - 3 * 10.0, 100.0 + 3 * 10.0)),  # median +- 3 (median - quartile)
-        (100.0, 1.0, (0.0, 200.0)),  # a quartile far below: at most (lower, 2 median - lower)
-        (100.0, 120.0, (100.0, 100.0)),  # a quartile above the median: degenerate, widened later
-        (9e6, 8.5e6, (7.5e6, 1e7)),  # cut at the search range's upper end
+        (100.0, 10.0, (100.0 - 3 * 10.0, 100.0 + 3 * 10.0)),  # median +- 3 unit
+        (100.0, 99.0, (0.0, 200.0)),  # a spread far too wide: at most (lower, 2 median - lower)
+        (100.0, 0.0, (100.0, 100.0)),  # no spread: degenerate, widened later
+        (9e6, 5e5, (7.5e6, 1e7)),  # cut at the search range's upper end
     ],
 )
-def test_centred_target_bounds(median, quartile, expected):
+def test_centred_target_bounds(median, unit, expected):
     assert TARGET_SPREAD == 3.0
-    assert centred_target_bounds(median, quartile, 0.0, 1e7) == pytest.approx(expected)
+    assert centred_target_bounds(median, unit, 0.0, 1e7) == pytest.approx(expected)
 
 
 def test_the_target_range_gives_way_to_the_two_ends_as_epsilon_grows():

@@ -20,6 +20,7 @@ from dpconvex.budget import Budget  # noqa: E402
 from dpconvex.pipeline import PrivatePipeline  # noqa: E402
 from dpconvex.preprocessing import TableEncoder  # noqa: E402
 from dpconvex.preprocessing import encoder as encoder_module  # noqa: E402
+from dpconvex.preprocessing import quantile as quantile_module  # noqa: E402
 from dpconvex.scale.data import frame_target, read_frame, split_frame  # noqa: E402
 
 from ..table_schemas import age_estimated, job, pay_estimated  # noqa: E402
@@ -89,7 +90,8 @@ def test_only_the_estimated_columns_are_gathered_one_at_a_time(monkeypatch):
         seen.append(values.size)
         return original(values, *args)
 
-    monkeypatch.setattr(encoder_module, "private_quantile", spy)
+    for module in (encoder_module, quantile_module):  # the ends' rule, the centred one
+        monkeypatch.setattr(module, "private_quantile", spy)
     table = raw()
     TableEncoder(SCHEMA, epsilon=0.5, random_state=0).fit(dd.from_pandas(table, npartitions=3))
     # age twice (both ends), pay once (upper end, its missing values left out); never hours

@@ -142,3 +142,45 @@ def test_event_is_priced_as_pure_dp():
     # and at eps / 2 the delta of randomized response: (e^eps - e^(eps/2)) / (1 + e^eps)
     expected = (math.exp(eps) - math.exp(eps / 2)) / (1 + math.exp(eps))
     assert acc.get_delta(eps / 2) == pytest.approx(expected, rel=2e-2)
+
+
+def test_private_centre_approaches_the_median_and_median_absolute_deviation():
+    # limiting case: at a large epsilon both quantiles land next to the exact statistics,
+    # on the identity scale and on a monotone one (log1p for a positive column)
+    from dpconvex.preprocessing.quantile import private_centre
+
+    x = np.random.default_rng(2).lognormal(3.0, 0.5, 2001)
+    median = float(np.median(x))
+    mad = float(np.median(np.abs(x - median)))
+    rng = np.random.default_rng(3)
+    for scale in [(lambda t: t, lambda t: t), (np.log1p, np.expm1)]:
+        m, u = private_centre(x, 200.0, 0.0, 1e6, rng, scale)
+        assert m == pytest.approx(median, rel=0.01)
+        assert u == pytest.approx(mad, rel=0.03)
+
+
+def _log_density(values, q, eps, lo, hi, t):
+    """log of the exponential-mechanism quantile's output density at t (exact)."""
+    edges, log_weights = interval_log_weights(np.asarray(values, float), q, eps, lo, hi)
+    k = int(np.clip(np.searchsorted(edges, t, side="right") - 1, 0, len(edges) - 2))
+    lengths = np.diff(edges)
+    with np.errstate(divide="ignore"):
+        log_z = np.logaddexp.reduce(log_weights)
+    return log_weights[k] - np.log(lengths[k]) - log_z
+
+
+def test_private_centre_is_two_epsilon_dp_on_neighbours():
+    # the pair (m, u) has density p(m) p(u | m); on neighbouring columns (one row added,
+    # at either end or inside) its log ratio stays within 2 epsilon at every output
+    eps, lo, hi = 0.7, 0.0, 50.0
+    x = np.random.default_rng(4).normal(20.0, 3.0, 40).clip(lo, hi)
+    for extra in (0.0, 20.0, 50.0):
+        y = np.append(x, extra)
+        for m in np.linspace(0.5, 49.5, 23):
+            for u in np.linspace(0.1, max(m - lo, hi - m) - 0.1, 17):
+                width = max(m - lo, hi - m)
+                p = _log_density(x, 0.5, eps, lo, hi, m)
+                p += _log_density(np.abs(x - m), 0.5, eps, 0.0, width, u)
+                p2 = _log_density(y, 0.5, eps, lo, hi, m)
+                p2 += _log_density(np.abs(y - m), 0.5, eps, 0.0, width, u)
+                assert abs(p - p2) <= 2 * eps + 1e-9

@@ -15,7 +15,8 @@ at ``epsilon / m`` for the m estimated bounds (Smith 2011; Gillenwater, Joseph &
 fit is (epsilon, 0)-DP. ``dp_event_`` lists the m mechanisms (a ``NoOpDpEvent`` when
 every bound is declared) for composition with the model's event. A column with both ends
 open and the default quantiles gets a range centred at its private median instead
-(:mod:`dpconvex.preprocessing.centring`), from the same two mechanisms.
+(:mod:`dpconvex.preprocessing.centring`), from two mechanisms of the same kind and
+epsilon (the median, then the median distance to it).
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from sklearn.utils.validation import check_is_fitted
 from .._random import RANDOM_STATE_CONSTRAINT, make_rng
 from ..accounting import MAX_EPSILON, MIN_EPSILON
 from ..models.charge import charge
-from .centring import CENTRE_QUANTILE, centred_range, prefer_centred
+from .centring import centred_range, prefer_centred
 from .columns import (
     category_codes,
     check_dask_table,
@@ -44,7 +45,7 @@ from .columns import (
     table_columns,
 )
 from .defaults import MAX_QUANTILE, RANK_MARGIN, default_quantiles
-from .quantile import private_quantile, quantile_event
+from .quantile import private_centre, private_quantile, quantile_event
 from .schema import Numeric, Schema, schema_from_dict
 
 if TYPE_CHECKING:
@@ -236,7 +237,7 @@ class TableEncoder(TransformerMixin, BaseEstimator):
 
 
 #: Half-width of a feature's default range when both its ends are estimated, in units of
-#: (median - lower quartile) on the column's (logged) scale.
+#: its private median absolute deviation on the column's (logged) scale.
 FEATURE_SPREAD = 3.0
 
 
@@ -333,8 +334,8 @@ def _bounds(col: Numeric, values, quantiles, each: float, rng, centred: bool = F
 
     ``centred`` (the default quantiles, while they clip more than the centred range) with
     both ends open: the range centred at the private median
-    (:func:`~dpconvex.preprocessing.centring.centred_range`), from the same two (each,
-    0)-DP quantile mechanisms.
+    (:func:`~dpconvex.preprocessing.centring.centred_range`), from two (each, 0)-DP
+    quantile mechanisms (:func:`~dpconvex.preprocessing.quantile.private_centre`).
     """
     ends = list(col.logged_range())
     todo = [k for k, estimated in enumerate(col.estimated) if estimated]
@@ -343,9 +344,8 @@ def _bounds(col: Numeric, values, quantiles, each: float, rng, centred: bool = F
         column = values(col)
         logged = np.clip(col.forward(column[~np.isnan(column)]), a, b)
         if centred and len(todo) == 2:
-            median = private_quantile(logged, 0.5, each, a, b, rng)
-            quartile = private_quantile(logged, CENTRE_QUANTILE, each, a, b, rng)
-            return centred_range(median, quartile, a, b, FEATURE_SPREAD)
+            median, unit = private_centre(logged, each, a, b, rng)
+            return centred_range(median, unit, a, b, FEATURE_SPREAD)
         for k in todo:
             ends[k] = private_quantile(logged, quantiles[k], each, a, b, rng)
     low, high = sorted(ends)  # post-processing: an upper estimate below the lower swaps

@@ -22,11 +22,13 @@ large number is ever formed).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 
 from .. import _validation as v
 from ..queries.sparse_vector import PureDpEvent
+from .centring import CENTRE_QUANTILE
 
 
 def quantile_event(epsilon: float) -> PureDpEvent:
@@ -80,3 +82,42 @@ def private_quantile(
     k = int(np.argmax(log_weights + rng.gumbel(size=log_weights.size)))
     left, right = edges[k], edges[k + 1]
     return float(min(right, left + rng.random() * (right - left)))
+
+
+#: "deviation" (the default: the median of |x - m|) or "quartile" (m - the lower
+#: quartile, the first version, kept to rerun its derivation); see
+#: :mod:`dpconvex.preprocessing.centring`.
+SPREAD_STATISTIC = "deviation"
+
+
+def _identity(x):
+    return x
+
+
+def private_centre(
+    values: np.ndarray,
+    each: float,
+    lower: float,
+    upper: float,
+    rng: np.random.Generator,
+    scale: tuple[Callable, Callable] = (_identity, _identity),
+) -> tuple[float, float]:
+    """(m, u): a private median of ``values`` and their private spread about it.
+
+    Two (each, 0)-DP exponential-mechanism quantiles, in this order (see
+    :mod:`dpconvex.preprocessing.centring`): m inside [lower, upper], then u, the median
+    of |x - m| inside [0, max(m - lower, upper - m)]. ``values`` are finite numbers
+    within [lower, upper]; ``scale`` = (forward, back) is a monotone transform both
+    quantiles are searched on (e.g. log1p for a positive target: same mechanism, fewer
+    draws in the empty part of a generous range).
+    """
+    fwd, back = scale
+
+    def quantile(x, q, lo, hi) -> float:
+        return float(back(private_quantile(fwd(x), q, each, fwd(lo), fwd(hi), rng)))
+
+    median = quantile(values, 0.5, lower, upper)
+    if SPREAD_STATISTIC == "quartile":
+        return median, max(0.0, median - quantile(values, CENTRE_QUANTILE, lower, upper))
+    width = max(median - lower, upper - median)
+    return median, quantile(np.abs(values - median), 0.5, 0.0, width)
