@@ -395,7 +395,7 @@ class PrivatePipeline(Pipeline):
             and calibrated for ``public_n``, never for X's actual row count. Every step
             that reads the rows is fitted with ``public_n=public_n``; one that cannot run
             on a subsample (its ``fit`` takes no ``public_n``, or its method's guarantee
-            depends on the row count) is refused before anything is fitted or charged.
+            depends on the row count) is refused before anything is charged.
         **params
             Fit parameters of the steps, as for :class:`~sklearn.pipeline.Pipeline`.
 

@@ -358,7 +358,8 @@ class TargetBoundsRegressor(RegressorMixin, BaseEstimator):
         subsample (the model's, asked the same way; the quantiles' does not depend on it).
         """
         self._check()
-        model_event = self.model.privacy_event(n_samples, n_features, subsample=bool(subsample))
+        sized = {"subsample": True} if subsample else {}
+        model_event = self.model.privacy_event(n_samples, n_features, **sized)
         return ComposedDpEvent([self._quantile_event(), model_event])
 
     def fit(self, X, y, *, public_n=None):
