@@ -20,7 +20,7 @@ def _classification(n=237, d=3):
     return X, y
 
 
-def test_a_fit_with_public_n_spends_the_event_planned_for_public_n():
+def test_a_fit_on_a_subsample_spends_the_event_planned_for_its_public_size():
     X, y = _classification()  # 237 rows, drawn for an expected 400
     est = DPLogisticRegression(epsilon=1.0, method="dpsgd", epochs=2, batch_size=32,
                                random_state=0)  # fmt: skip
@@ -35,7 +35,7 @@ def test_a_fit_with_public_n_spends_the_event_planned_for_public_n():
     assert fitted.epsilon_ <= 1.0 * (1 + 1e-9)
 
 
-def test_auto_with_public_n_runs_a_method_that_can_run_on_a_subsample():
+def test_auto_on_a_subsample_runs_a_method_that_can_run_there():
     X, y = _classification()
     est = DPLogisticRegression(epsilon=1.0, random_state=0).fit(X, y, public_n=PUBLIC_N)
     assert PLANS[est.method_].size_free
@@ -43,7 +43,7 @@ def test_auto_with_public_n_runs_a_method_that_can_run_on_a_subsample():
     assert est.dp_event_ == planned
 
 
-def test_a_method_whose_guarantee_depends_on_the_row_count_refuses_public_n():
+def test_a_method_whose_guarantee_depends_on_the_row_count_refuses_a_subsample():
     assert not PLANS["adassp"].size_free
     X, y = make_regression(n_samples=120, n_features=3, random_state=0)
     est = DPLinearRegression(method="adassp", y_bound=300.0)
@@ -57,7 +57,7 @@ def test_a_method_whose_guarantee_depends_on_the_row_count_refuses_public_n():
 
 
 @pytest.mark.parametrize("bad", [0, -1, 2.5, 2.0, "a", True])
-def test_a_bad_public_n_is_one_clear_error(bad):
+def test_a_bad_public_size_is_one_clear_error(bad):
     X, y = _classification()
     pipe = make_private_pipeline(DPLogisticRegression(epsilon=1.0))
     encoder = TableEncoder({"columns": [{"name": "a", "type": "numeric", "bounds": [0, 1]}]})
@@ -80,7 +80,7 @@ class _SizedStep(TransformerMixin, BaseEstimator):
         return X
 
 
-def test_a_pipeline_routes_public_n_and_refuses_a_step_that_cannot_take_it():
+def test_a_pipeline_routes_the_public_size_and_refuses_a_step_that_cannot_take_it():
     X, y = _classification()
     model = DPLogisticRegression(epsilon=1.0, method="dpsgd", epochs=2, random_state=0)
     pipe = make_private_pipeline(clone(model)).fit(X, y, public_n=PUBLIC_N)
@@ -94,7 +94,7 @@ def test_a_pipeline_routes_public_n_and_refuses_a_step_that_cannot_take_it():
         unaware.privacy_event(PUBLIC_N, 3, subsample=True)
 
 
-def test_target_bounds_with_public_n_spend_the_event_planned_for_public_n():
+def test_target_bounds_on_a_subsample_spend_the_event_planned_for_its_public_size():
     X, y = make_regression(n_samples=237, n_features=3, noise=1.0, random_state=0)
     model = DPLinearRegression(epsilon=1.0, method="dpsgd", epochs=2, random_state=0)
     est = TargetBoundsRegressor(model, y_search_range=(-1000.0, 1000.0), epsilon=0.5,
