@@ -61,13 +61,13 @@ def lr_point(name, eps, q, rate, seed):
     Xtr, Xte, ytr, yte = dataset(name)
     rng = np.random.default_rng([seed, 99])
     est = DPLogisticRegression(method="dpsgd", epsilon=eps, learning_rate=rate, random_state=seed)
+    public = None  # the public expected size a subsample run is calibrated for
     if q < 1:
         rows = rng.random(len(ytr)) < q
         public = round(q * len(ytr))
         est.set_params(batch_size=max(1, round(256 * q)))
-        est._public_n = public
         Xtr, ytr = Xtr[rows], ytr[rows]
-    est.fit(Xtr, ytr)
+    est.fit(Xtr, ytr, public_n=public)
     return dict(data=name, eps=eps, q=q, rate=rate, seed=seed, acc=est.score(Xte, yte))
 
 

@@ -30,13 +30,13 @@ class _Clip(TransformerMixin, BaseEstimator):
         self.declare_width = declare_width
         self.cheat = cheat
 
-    def privacy_event(self, n_samples, n_features):
+    def privacy_event(self, n_samples, n_features, subsample=False):
         return GaussianDpEvent(self.noise)
 
     def public_n_features_out(self, n_features):
         return n_features if self.declare_width else None
 
-    def fit(self, X, y=None):
+    def fit(self, X, y=None, public_n=None):
         self.dp_event_ = GaussianDpEvent(self.noise / 2 if self.cheat else self.noise)
         return self
 
@@ -216,12 +216,12 @@ def _leaves(event):
 class _SizedSign(_MeanSign):
     """A fake private classifier whose event depends on the number of rows it plans for."""
 
-    def privacy_event(self, n_samples, n_features):
+    def privacy_event(self, n_samples, n_features, subsample=False):
         return GaussianDpEvent(self.noise * 100.0 / n_samples)
 
-    def fit(self, X, y):
+    def fit(self, X, y, public_n=None):
         super().fit(X, y)
-        rows = getattr(self, "_public_n", None) or len(y)
+        rows = public_n or len(y)
         self.dp_event_ = GaussianDpEvent(self.noise * 100.0 / rows)
         return self
 
@@ -241,13 +241,12 @@ def test_a_pipeline_nests_and_prices_like_its_steps():
 
 
 def test_a_run_on_a_secret_subsample_is_planned_for_its_public_size():
-    """The search sets _public_n on its runs' clones: the plan (and so the check that the
+    """The search fits its runs with public_n: the plan (and so the check that the
     fitted event is the planned one) uses it, never the rows actually given."""
     X, y = _data(n=300)
     pipe = make_private_pipeline(_Clip(4.0), _SizedSign(3.0))
-    pipe._public_n = 250
-    pipe.named_steps["_sizedsign"]._public_n = 250
-    pipe.fit(X[:237], y[:237])  # the subsample's actual size differs from the public one
+    # the subsample's actual size differs from the public one
+    pipe.fit(X[:237], y[:237], public_n=250)
     assert pipe.dp_event_.events[1] == GaussianDpEvent(3.0 * 100.0 / 250)
 
 

@@ -7,7 +7,7 @@ so that a bad privacy parameter can never pass silently into a bound.
 from __future__ import annotations
 
 import math
-from numbers import Real
+from numbers import Integral, Real
 
 
 def _as_float(name: str, value: object) -> float:
@@ -73,6 +73,23 @@ def positive_int(name: str, value: object) -> int:
     if as_int != value or as_int < 1:
         raise ValueError(f"{name} must be a positive integer, got {value!r}")
     return as_int
+
+
+def public_n(value: object) -> int | None:
+    """Return the ``public_n`` of a fit as an int, or None; raise unless it is an integer >= 1.
+
+    ``public_n`` is the public expected number of rows of a secret subsample that a fit
+    is calibrated for (never the subsample's actual row count); a bool or a float is
+    refused rather than rounded.
+    """
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, Integral) or value < 1:
+        raise ValueError(
+            "public_n must be None or a positive integer (the public expected number of "
+            f"rows the subsample was drawn for), got {value!r}"
+        )
+    return int(value)
 
 
 def regularization_exceeds_smoothness(lam: object, beta: object) -> tuple[float, float]:

@@ -10,7 +10,9 @@ III.3, and for the privacy-loss-distribution accountant Dong, Roth & Su 2022, ar
 
 * **private**: it has ``privacy_event(n_samples, n_features)`` (its event, planned from
   public values before fit) and sets ``dp_event_`` when fitted (the dpconvex estimators,
-  :mod:`dpconvex.preprocessing`'s encoder);
+  :mod:`dpconvex.preprocessing`'s encoder); to run on a secret subsample
+  (``fit(X, y, public_n=...)``) it also takes ``privacy_event(..., subsample=True)`` and
+  ``fit(..., public_n=...)``;
 * **public**: wrapped in :class:`Public`, named in ``public=``, ``"passthrough"``, or one
   of the few scikit-learn transformers that learn nothing but the number of columns
   (:data:`~dpconvex.models.session.STATELESS_TRANSFORMERS`).
@@ -33,6 +35,7 @@ from sklearn.pipeline import Pipeline, _name_estimators
 from sklearn.utils._param_validation import Interval, InvalidParameterError, StrOptions
 from sklearn.utils.validation import _num_samples, check_is_fitted
 
+from . import _validation as v
 from .accounting import MAX_EPSILON, MIN_EPSILON, PrivacyAccountant, pld_grid
 from .models.charge import charge
 from .models.session import PURE_DELTA, observe, priced_by_caller, step_reads_rows
@@ -225,10 +228,16 @@ class PrivatePipeline(Pipeline):
         """
         return self._private_steps(self._check_settings())
 
-    def _plan(self, n_samples: int, n_features: int) -> _Plan:
-        """Every private step's event from public values (n, the column counts, settings)."""
+    def _plan(self, n_samples: int, n_features: int, subsample: bool = False) -> _Plan:
+        """Every private step's event from public values (n, the column counts, settings).
+
+        ``subsample``: the rows will be a secret subsample of public expected size
+        n_samples; every private step must be able to run there (see the module doc).
+        """
         public = self._check_settings()
         private = self._private_steps(public)
+        if subsample:
+            _check_subsample_steps(private)
         names = [name for name, _ in private]
         deltas = [float(getattr(step, "delta", None) or 0.0) for _, step in private]
         delta = float(self.delta) if self.delta is not None else max(deltas, default=0.0)
@@ -242,7 +251,8 @@ class PrivatePipeline(Pipeline):
                 why_not += "is not known before fit"
                 return _Plan(tuple(names), None, delta, scales, why_not)
             if name in names:
-                events.append(step.privacy_event(n_samples, width))
+                sized = {"subsample": True} if subsample else {}
+                events.append(step.privacy_event(n_samples, width, **sized))
             if index < len(self.steps) - 1:
                 width = _output_width(_public_view(step, name in public), width)
         return _Plan(tuple(names), tuple(events), delta, scales)
@@ -257,13 +267,12 @@ class PrivatePipeline(Pipeline):
         accountant = PrivacyAccountant(self.accounting, value_discretization_interval=h)
         return float(accountant.compose(event).get_epsilon(delta))
 
-    def _checked_plan(self, X) -> _Plan:
-        # a run on a secret subsample is planned for its public expected size (set by
-        # PrivateRandomSearch on its own clones), never for the subsample's actual size
-        public_n = getattr(self, "_public_n", None)
-        n = _num_samples(X) if public_n is None else int(public_n)
+    def _checked_plan(self, X, public_n: int | None = None) -> _Plan:
+        # a run on a secret subsample is planned for its public expected size, never for
+        # the subsample's actual size
+        n = _num_samples(X) if public_n is None else public_n
         d = _n_columns(X)
-        plan = self._plan(n, d)
+        plan = self._plan(n, d, subsample=public_n is not None)
         needs_plan = self.epsilon is not None or self.budget is not None
         if plan.events is None and needs_plan:
             raise ValueError(
@@ -282,9 +291,14 @@ class PrivatePipeline(Pipeline):
                 )
         return plan
 
-    def privacy_event(self, n_samples: int, n_features: int) -> DpEvent:
-        """The composition the pipeline would spend on data of this shape (no data read)."""
-        plan = self._plan(int(n_samples), int(n_features))
+    def privacy_event(self, n_samples: int, n_features: int, *, subsample: bool = False) -> DpEvent:
+        """The composition the pipeline would spend on data of this shape (no data read).
+
+        ``subsample=True``: what ``fit(X, y, public_n=n_samples)`` spends on a secret
+        subsample of public expected size n_samples (each private step is asked with
+        ``subsample=True``).
+        """
+        plan = self._plan(int(n_samples), int(n_features), subsample=bool(subsample))
         if plan.events is None:
             raise ValueError(f"the pipeline cannot price its steps before fitting ({plan.why_not})")
         return ComposedDpEvent(list(plan.events))
@@ -308,9 +322,14 @@ class PrivatePipeline(Pipeline):
 
     # -- fitting --------------------------------------------------------------------
     @contextmanager
-    def _priced(self, X):
-        """Plan and charge before any step reads X; fit the steps; compose their events."""
-        plan = self._checked_plan(X)
+    def _priced(self, X, public_n):
+        """Plan and charge before any step reads X; fit the steps; compose their events.
+
+        Yields the fit parameters that give ``public_n`` (checked here) to every private
+        step, in Pipeline's ``<step>__<parameter>`` form; none without it.
+        """
+        public_n = v.public_n(public_n)
+        plan = self._checked_plan(X, public_n)
         if plan.events is not None and self.budget is not None:
             self._check_input(X)  # a table the first step refuses spends nothing
         if plan.events is not None:
@@ -322,8 +341,9 @@ class PrivatePipeline(Pipeline):
                 rows=X,
                 delta=plan.delta,
             )
+        routed = {"__".join((name, "public_n")): public_n for name in plan.private}
         with priced_by_caller():  # the steps' own fits are this pipeline's event
-            yield
+            yield routed if public_n is not None else {}
         self._set_privacy(plan)
         if plan.events is None:  # recorded once the events are known
             observe(self.dp_event_, rows=X, delta=plan.delta)
@@ -360,23 +380,72 @@ class PrivatePipeline(Pipeline):
         self.delta_ = plan.delta
         self.private_steps_ = list(plan.private)
 
-    def fit(self, X, y=None, **params):
-        """Check and price every step, charge the budget once, then fit as a Pipeline."""
-        with self._priced(X):
-            super().fit(X, y, **params)
+    def fit(self, X, y=None, *, public_n=None, **params):
+        """Check and price every step, charge the budget once, then fit as a Pipeline.
+
+        Parameters
+        ----------
+        X : table
+            What the first step reads.
+        y : array-like of shape (n_samples,), optional
+            The targets of the last step.
+        public_n : int, optional
+            When ``X`` is a secret subsample (e.g. a Poisson sample in a private search),
+            the public expected number of rows it was drawn for: the steps are planned
+            and calibrated for ``public_n``, never for X's actual row count. Every step
+            that reads the rows is fitted with ``public_n=public_n``; one that cannot run
+            on a subsample (its ``fit`` takes no ``public_n``, or its method's guarantee
+            depends on the row count) is refused before anything is charged.
+        **params
+            Fit parameters of the steps, as for :class:`~sklearn.pipeline.Pipeline`.
+
+        Returns
+        -------
+        self : PrivatePipeline
+            The fitted pipeline.
+        """
+        with self._priced(X, public_n) as routed:
+            super().fit(X, y, **params, **routed)
         return self
 
-    def fit_transform(self, X, y=None, **params):
-        """Fit every step as :meth:`fit` does (one priced event), then transform ``X``."""
-        with self._priced(X):
-            out = super().fit_transform(X, y, **params)
+    def fit_transform(self, X, y=None, *, public_n=None, **params):
+        """Fit every step as :meth:`fit` does (one priced event, ``public_n`` as there),
+        then transform ``X``."""
+        with self._priced(X, public_n) as routed:
+            out = super().fit_transform(X, y, **params, **routed)
         return out
 
-    def fit_predict(self, X, y=None, **params):
-        """Fit every step as :meth:`fit` does (one priced event), then predict on ``X``."""
-        with self._priced(X):
-            out = super().fit_predict(X, y, **params)
+    def fit_predict(self, X, y=None, *, public_n=None, **params):
+        """Fit every step as :meth:`fit` does (one priced event, ``public_n`` as there),
+        then predict on ``X``."""
+        with self._priced(X, public_n) as routed:
+            out = super().fit_predict(X, y, **params, **routed)
         return out
+
+
+def _takes(method, name: str) -> bool:
+    """Whether ``method`` accepts the keyword argument ``name`` (or any keyword)."""
+    try:
+        parameters = inspect.signature(method).parameters.values()
+    except (TypeError, ValueError):  # no signature to read: not known to take it
+        return False
+    return any(
+        p.name == name and p.kind is not p.POSITIONAL_ONLY or p.kind is p.VAR_KEYWORD
+        for p in parameters
+    )
+
+
+def _check_subsample_steps(private: list) -> None:
+    """Refuse a private step that cannot run on a secret subsample: its ``fit`` must take
+    ``public_n`` and its ``privacy_event`` ``subsample`` (it is calibrated for the public
+    size, never the subsample's)."""
+    for name, step in private:
+        if not (_takes(step.fit, "public_n") and _takes(step.privacy_event, "subsample")):
+            raise ValueError(
+                f"step {name!r} ({type(step).__name__}) cannot run on a secret subsample: "
+                "its fit takes no public_n (or its privacy_event no subsample), so it "
+                "would be calibrated for the subsample's actual row count"
+            )
 
 
 def _public_view(step, declared: bool):

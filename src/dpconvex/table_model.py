@@ -55,7 +55,7 @@ from ._random import make_rng
 from .models import DPLinearRegression, DPLogisticRegression
 from .models.charge import charge
 from .models.linear import MIN_TARGET_WIDTH
-from .pipeline import PrivatePipeline
+from .pipeline import PrivatePipeline, _n_columns
 from .preprocessing import Schema, TableEncoder, schema_from_dict, split_epsilon
 from .preprocessing.centring import centred_range, prefer_centred
 from .preprocessing.defaults import default_quantiles
@@ -361,18 +361,46 @@ class TargetBoundsRegressor(RegressorMixin, BaseEstimator):
         m = len(self._todo())
         return event if m == 1 else SelfComposedDpEvent(event, m)
 
-    def privacy_event(self, n_samples: int, n_features: int):
-        """The quantiles' and the model's events composed (public sizes only)."""
+    def privacy_event(self, n_samples: int, n_features: int, *, subsample: bool = False):
+        """The quantiles' and the model's events composed (public sizes only).
+
+        ``subsample=True``: the event of ``fit(X, y, public_n=n_samples)`` on a secret
+        subsample (the model's, asked the same way; the quantiles' does not depend on it).
+        """
         self._check()
-        model_event = self.model.privacy_event(n_samples, n_features)
+        sized = {"subsample": True} if subsample else {}
+        model_event = self.model.privacy_event(n_samples, n_features, **sized)
         return ComposedDpEvent([self._quantile_event(), model_event])
 
-    def fit(self, X, y):
-        """Estimate the open ends of ``y_bounds`` privately, then fit the model with them."""
+    def fit(self, X, y, *, public_n=None):
+        """Estimate the open ends of ``y_bounds`` privately, then fit the model with them.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            The rows, as the model reads them.
+        y : array-like of shape (n_samples,)
+            The targets.
+        public_n : int, optional
+            When ``X`` is a secret subsample (e.g. a Poisson sample in a private search),
+            the public expected number of rows it was drawn for: the default quantiles
+            and the model are calibrated for ``public_n``, never for X's actual row
+            count; a model method whose guarantee depends on the row count refuses.
+
+        Returns
+        -------
+        self : TargetBoundsRegressor
+            The fitted regressor.
+        """
+        public_n = v.public_n(public_n)
         lower, upper = self._check()
         y = np.asarray(y, dtype=np.float64).ravel()
         if y.size == 0 or not np.all(np.isfinite(y)):
             raise ValueError("y must be finite numbers (drop or fill missing targets)")
+        rows = y.size if public_n is None else public_n  # what the quantiles are chosen for
+        if public_n is not None:  # a model that cannot run there: refused before the quantiles
+            bounded = clone(self.model).set_params(y_bounds=(lower, upper), y_bound=None)
+            bounded.privacy_event(public_n, _n_columns(X), subsample=True)
         each = self._each()
         event = self._quantile_event()
         charge(
@@ -392,20 +420,20 @@ class TargetBoundsRegressor(RegressorMixin, BaseEstimator):
             return float(back(private_quantile(scaled, q, each, a, b, rng)))
 
         if self._centred(lower) and prefer_centred(
-            target_quantiles(each, y.size)[0], TARGET_SPREAD
+            target_quantiles(each, rows)[0], TARGET_SPREAD
         ):  # the default, while the two ends' quantiles would clip more
             clipped = np.clip(y, lower, upper)
             median, unit = private_centre(clipped, each, lower, upper, rng, (fwd, back))
             low, high = centred_target_bounds(median, unit, lower, upper)
         else:
-            qs = self.quantiles or target_quantiles(each, y.size)
+            qs = self.quantiles or target_quantiles(each, rows)
             ends = list(self.y_bounds)
             for k in self._todo():
                 ends[k] = quantile(qs[k])
             low, high = sorted(float(e) for e in ends)  # post-processing
         self.y_bounds_ = widened_target_bounds(low, high, lower, upper)
         self.model_ = clone(self.model).set_params(y_bounds=self.y_bounds_, y_bound=None)
-        self.model_.fit(X, y)
+        self.model_.fit(X, y, public_n=public_n)
         self.dp_event_ = ComposedDpEvent([event, self.model_.dp_event_])
         self.n_features_in_ = self.model_.n_features_in_
         for name in ("coef_", "intercept_", "method_", "method_reason_"):

@@ -78,8 +78,8 @@ def test_on_dask_and_on_a_subsample_auto_picks_a_plan_that_can_run_there():
         for cls in ESTIMATORS:
             est = cls(epsilon=eps)
             assert PLANS[est.chosen_method(n, d, dask=True)[0]].dask
-            est._public_n = n  # as PrivateRandomSearch marks its subsample runs
-            assert PLANS[est.chosen_method(n, d)[0]].size_free
+            # as PrivateRandomSearch asks for its subsample runs
+            assert PLANS[est.chosen_method(n, d, subsample=True)[0]].size_free
 
 
 def test_the_rule_of_the_derivation():

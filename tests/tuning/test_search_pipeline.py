@@ -81,8 +81,8 @@ def _expected_run_event(search, rows: int, d: int) -> DpEvent:
         )
         encoder_event = quantile_event(each["tableencoder"] / 3)  # three estimated bounds
         model = pipe.named_steps["dplogisticregression"]
-        model._public_n = rows if search.strategy_ == "subsample" else None
-        model_event = model.privacy_event(rows, pipe.final_n_features_in(d))
+        subsample = search.strategy_ == "subsample"
+        model_event = model.privacy_event(rows, pipe.final_n_features_in(d), subsample=subsample)
         assert pipe.privacy_event(rows, d).events[0] == SelfComposedDpEvent(encoder_event, 3)
         events.append(ComposedDpEvent([
             ComposedDpEvent([SelfComposedDpEvent(encoder_event, 3), model_event]),
@@ -137,15 +137,15 @@ def test_search_over_a_pipeline_on_a_raw_table(monkeypatch):
 
 def test_search_over_a_pipeline_on_a_matrix_on_a_subsample(monkeypatch):
     """On a secret subsample each run is planned for the public expected size: the model
-    (its _public_n), the pipeline, and the encoder's default quantiles; the final
+    (fitted with public_n), the pipeline, and the encoder's default quantiles; the final
     pipeline is trained on all rows and is the final event."""
     _with_runs(monkeypatch, 2)
     seen = []
     real_fit = encoder_module.TableEncoder.fit
 
-    def spy(self, X, y=None):
+    def spy(self, X, y=None, public_n=None):
         seen.append((self.quantiles, len(X)))
-        return real_fit(self, X, y)
+        return real_fit(self, X, y, public_n=public_n)
 
     monkeypatch.setattr(encoder_module.TableEncoder, "fit", spy)
     X, y = make_classification(n_samples=3000, n_features=2, n_informative=2, n_redundant=0,
@@ -260,8 +260,7 @@ def test_auto_is_resolved_for_the_released_model_on_a_subsample(monkeypatch):
     model_at = clone(model).set_params(epsilon=4.0, delta=1e-5)
     final_pick = model_at.chosen_method(3000, 20)[0]
     clone_ = clone(model_at)
-    clone_._public_n = 720
-    run_pick = clone_.chosen_method(720, 20)[0]
+    run_pick = clone_.chosen_method(720, 20, subsample=True)[0]
     assert (final_pick, run_pick) == ("amp", "dpgd")  # the sizes disagree at this budget
     search = PrivateRandomSearch(
         model, {"max_iter": [200]}, epsilon=10.0, strategy="subsample", subsample=0.3,

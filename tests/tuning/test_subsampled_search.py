@@ -159,9 +159,9 @@ class _Spy(DPLogisticRegression):
 
     seen: list = []
 
-    def fit(self, X, y):
+    def fit(self, X, y, public_n=None):
         type(self).seen.append(np.asarray(X[:, 0]).copy())
-        return super().fit(X, y)
+        return super().fit(X, y, public_n=public_n)
 
 
 def test_tuning_rows_are_a_poisson_subsample_and_the_final_model_sees_all():

@@ -117,9 +117,16 @@ class _DPLinearModel(BaseEstimator):
 
         ``dask`` (the rows are a dask array) and ``subsample`` (a run on a secret subsample
         of public expected size n) are public too; ``method="auto"`` reads them to pick a
-        plan that can run there.
+        plan that can run there; a method whose guarantee depends on the number of rows
+        cannot run there and is refused.
         """
-        return PLANS[self.method](self._plan_inputs(n, n_features, k, dask, subsample))
+        plan = PLANS[self.method](self._plan_inputs(n, n_features, k, dask, subsample))
+        if subsample and not plan.size_free:
+            raise ValueError(
+                f"method={plan.name!r} cannot run on a secret subsample: its guarantee "
+                "depends on the number of rows"
+            )
+        return plan
 
     def _plan_inputs(
         self, n: int, n_features: int, k: int, dask: bool, subsample: bool
@@ -153,52 +160,55 @@ class _DPLinearModel(BaseEstimator):
         k = declared_classes(self.classes).size
         return 1 if k <= 2 else k
 
-    def privacy_event(self, n_samples: int, n_features: int, *, dask: bool = False):
+    def privacy_event(
+        self, n_samples: int, n_features: int, *, dask: bool = False, subsample: bool = False
+    ):
         """The event a fit on data of this shape would produce (calibration only, no data).
 
         n_samples sets DP-SGD's sampling rate and, with ``method="auto"``, the choice of
         method (as does ``dask``: whether the rows will be a dask array). For classifiers
         the number of one-vs-rest problems comes from the declared ``classes``.
+        ``subsample=True``: the event of ``fit(X, y, public_n=n_samples)`` on a secret
+        subsample of public expected size n_samples (a method that cannot run there is
+        refused, and ``method="auto"`` picks among those that can).
         """
         self._validate_params()
         n_samples = v.positive_int("n_samples", n_samples)
         n_features = v.positive_int("n_features", n_features)
         k = self._n_problems()
-        subsample = getattr(self, "_public_n", None) is not None
-        plan = self._plan(n_samples, n_features, k, dask=bool(dask), subsample=subsample)
+        plan = self._plan(n_samples, n_features, k, dask=bool(dask), subsample=bool(subsample))
         return _composed([plan.event] * k)
 
-    def chosen_method(self, n_samples: int, n_features: int, *, dask: bool = False):
+    def chosen_method(
+        self, n_samples: int, n_features: int, *, dask: bool = False, subsample: bool = False
+    ):
         """(method, reason): what a fit on data of this shape would run (no data read).
 
         The method given, or for ``method="auto"`` the choice of
-        :mod:`dpconvex.plans.auto` from these public sizes and the budget.
+        :mod:`dpconvex.plans.auto` from these public sizes and the budget (with
+        ``subsample=True``, among the methods that can run on a secret subsample of
+        public expected size n_samples, as ``fit(X, y, public_n=n_samples)``).
         """
         self._validate_params()
         n_samples = v.positive_int("n_samples", n_samples)
         n_features = v.positive_int("n_features", n_features)
-        subsample = getattr(self, "_public_n", None) is not None
         if self.method != "auto":
             return self.method, f'given: method="{self.method}"'
-        inputs = self._plan_inputs(n_samples, n_features, self._n_problems(), bool(dask), subsample)
+        inputs = self._plan_inputs(
+            n_samples, n_features, self._n_problems(), bool(dask), bool(subsample)
+        )
         return resolve_auto(inputs)
 
-    def _fit_problems(self, X, targets: list[np.ndarray], kind):
+    def _fit_problems(self, X, targets: list[np.ndarray], kind, public_n: int | None = None):
         """Run the mechanism once per target vector; return (thetas, events, n_iters).
 
-        ``kind``: where the rows live (:func:`~.data_kinds.data_kind`)."""
+        ``kind``: where the rows live (:func:`~.data_kinds.data_kind`). ``public_n``: on a
+        secret subsample, the public expected size the run is calibrated for (checked by
+        the caller), never the subsample's actual size."""
         k = len(targets)
-        # a run on a secret subsample is calibrated for the subsample's public expected
-        # size (set by PrivateRandomSearch on its own clones), never for its actual size
-        public_n = getattr(self, "_public_n", None)
         rows = X.shape[0] if public_n is None else public_n
         plan = self._plan(rows, X.shape[1], k, dask=kind.dask, subsample=public_n is not None)
         method, reason = _method_of(plan)
-        if public_n is not None and not plan.size_free:
-            raise ValueError(
-                f"method={method!r} cannot run on a secret subsample: its guarantee "
-                "depends on the number of rows"
-            )
         # public sizes only: whether the noise is expected to swamp any signal
         task = task_of(plan.inputs.loss, k)
         warn_if_constant(task, rows, plan.inputs.d, plan.inputs.epsilon, plan.inputs.delta, k)

@@ -44,6 +44,7 @@ import numpy as np
 from sklearn.base import RegressorMixin, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 
+from .. import _validation as v
 from ..losses import HuberLoss, SquaredLoss
 from .clipping import ClippingWarning, warn_if_clipped
 from .data_kinds import data_kind
@@ -112,13 +113,32 @@ class _DPRegressor(RegressorMixin, _DPLinearModel):
         _target_bounds(self.y_bound, self.y_bounds)
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y):
+    def fit(self, X, y, *, public_n=None):
         """Fit on (X, y); targets are clipped to the declared [lo, hi] and mapped to [-1, 1].
 
         The map y -> (y - centre) / half_width uses the public centre (lo + hi) / 2 and
         half-width (hi - lo) / 2; ``coef_`` and ``intercept_`` are mapped back, so
         predictions are in the original units.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix, dask array} of shape (n_samples, n_features)
+            The rows (a dask array or DataFrame chunked by rows is read lazily).
+        y : array-like of shape (n_samples,)
+            The targets.
+        public_n : int, optional
+            When ``X`` is a secret subsample (e.g. a Poisson sample in a private search),
+            the public expected number of rows it was drawn for: the model is calibrated
+            for ``public_n``, never for X's actual row count, and a method whose
+            guarantee depends on the row count refuses (``ValueError``). Default None:
+            calibrated for X's rows.
+
+        Returns
+        -------
+        self
+            The fitted model.
         """
+        public_n = v.public_n(public_n)
         X, y, kind = self._validated(X, y, y_numeric=True)
         lo, hi = _target_bounds(self.y_bound, self.y_bounds)
         centre, half = _centre_and_half_width(lo, hi)
@@ -127,7 +147,7 @@ class _DPRegressor(RegressorMixin, _DPLinearModel):
         # stays lazy for dask labels; the last clip is a no-op in exact arithmetic and
         # keeps every scaled target in [-1, 1] whatever the rounding
         target = np.clip((np.clip(y, lo, hi) - centre) / half, -1.0, 1.0)
-        theta, events, n_iter = self._fit_problems(X, [target], kind)
+        theta, events, n_iter = self._fit_problems(X, [target], kind, public_n)
         coef, intercept = self._split_theta(theta, half)
         self.coef_, self.intercept_ = coef.ravel(), float(intercept[0]) + centre
         self.n_iter_ = int(n_iter[0])

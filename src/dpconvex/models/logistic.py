@@ -6,6 +6,7 @@ import numpy as np
 from scipy.special import expit
 from sklearn.base import ClassifierMixin, _fit_context
 
+from .. import _validation as v
 from ..losses import LogisticLoss
 from .data_kinds import data_kind
 from .estimator import _COMMON_CONSTRAINTS, _DPLinearModel
@@ -143,12 +144,31 @@ class DPLogisticRegression(ClassifierMixin, _DPLinearModel):
         return LogisticLoss()
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y):
+    def fit(self, X, y, *, public_n=None):
         """Fit on (X, y); labels must lie in the declared ``classes`` (default {0, 1}).
 
         The label set, and so ``classes_`` and the shape of ``coef_``, is public:
         it comes from ``classes``, never from ``y`` (a class may be absent from y).
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix, dask array} of shape (n_samples, n_features)
+            The rows (a dask array or DataFrame chunked by rows is read lazily).
+        y : array-like of shape (n_samples,)
+            The labels.
+        public_n : int, optional
+            When ``X`` is a secret subsample (e.g. a Poisson sample in a private search),
+            the public expected number of rows it was drawn for: the model is calibrated
+            for ``public_n``, never for X's actual row count, and a method whose
+            guarantee depends on the row count refuses (``ValueError``). Default None:
+            calibrated for X's rows.
+
+        Returns
+        -------
+        self : DPLogisticRegression
+            The fitted model.
         """
+        public_n = v.public_n(public_n)
         X, y, kind = self._validated(X, y)
         classes = declared_classes(self.classes)
         kind.check_classification_targets(y)
@@ -159,7 +179,7 @@ class DPLogisticRegression(ClassifierMixin, _DPLinearModel):
             targets = [np.where(y == self.classes_[1], 1.0, -1.0)]
         else:
             targets = [np.where(y == c, 1.0, -1.0) for c in self.classes_]
-        theta, events, n_iter = self._fit_problems(X, targets, kind)
+        theta, events, n_iter = self._fit_problems(X, targets, kind, public_n)
         self.coef_, self.intercept_ = self._split_theta(theta)
         self.n_iter_ = n_iter
         self._set_privacy(events)

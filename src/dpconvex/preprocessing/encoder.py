@@ -32,6 +32,7 @@ from sklearn.base import BaseEstimator, TransformerMixin, _fit_context
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted
 
+from .. import _validation as v
 from .._random import RANDOM_STATE_CONSTRAINT, make_rng
 from ..accounting import MAX_EPSILON, MIN_EPSILON
 from ..models.charge import charge
@@ -129,11 +130,19 @@ class TableEncoder(TransformerMixin, BaseEstimator):
         event = quantile_event(each)
         return (event if m == 1 else SelfComposedDpEvent(event, m)), each
 
-    def privacy_event(self, n_samples: int | None = None, n_features: int | None = None):
+    def privacy_event(
+        self,
+        n_samples: int | None = None,
+        n_features: int | None = None,
+        *,
+        subsample: bool = False,
+    ):
         """The event a fit would produce, from the schema and epsilon alone (no data).
 
-        The sizes are not needed (the quantiles' guarantee does not depend on them); they
-        are accepted for pipelines, which ask every private step the same way.
+        The sizes are not needed (the quantiles' guarantee does not depend on them), nor
+        is ``subsample`` (a fit on a secret subsample, ``fit(X, public_n=...)``, has the
+        same event); they are accepted for pipelines, which ask every private step the
+        same way.
         """
         self._validate_params()
         return self._plan(schema_from_dict(self.schema))[0]
@@ -143,21 +152,39 @@ class TableEncoder(TransformerMixin, BaseEstimator):
         return schema_from_dict(self.schema).n_features
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y=None):
+    def fit(self, X, y=None, *, public_n=None):
         """Estimate the bounds the schema leaves open; ``y`` is ignored.
 
         ``X`` is a table in memory or a dask DataFrame (see :func:`_dask_cells`); both
         are parsed (and refused) by the same rules before anything is charged, and both
         feed the same mechanism.
+
+        Parameters
+        ----------
+        X : table of shape (n_samples, n_columns)
+            The cells, one column per schema column.
+        y : ignored
+        public_n : int, optional
+            When ``X`` is a secret subsample (e.g. a Poisson sample in a private search),
+            the public expected number of rows it was drawn for: the default quantiles
+            (``quantiles=None``) are chosen for ``public_n``, never for X's actual row
+            count. The event is the same either way.
+
+        Returns
+        -------
+        self : TableEncoder
+            The fitted encoder.
         """
+        public_n = v.public_n(public_n)
         schema = schema_from_dict(self.schema)
         quantiles = _check_quantiles(self.quantiles)
         event, each = self._plan(schema)
         n, values = _dask_cells(X, schema) if is_dask_table(X) else _memory_cells(X, schema)
         if n == 0:
             raise ValueError("X has no rows")
+        rows = n if public_n is None else public_n  # what the default quantiles are for
         if quantiles is None and schema.n_estimated:
-            _warn_if_thin(each, n, schema.n_estimated)
+            _warn_if_thin(each, rows, schema.n_estimated)
         if schema.n_estimated:
             charge(
                 self.budget,
@@ -168,7 +195,7 @@ class TableEncoder(TransformerMixin, BaseEstimator):
                 rows=X.to_dask_array() if is_dask_table(X) else X,
                 delta=0.0,
             )
-        q_lo, q_hi = quantiles or default_quantiles(each, n)
+        q_lo, q_hi = quantiles or default_quantiles(each, rows)
         # the default quantiles, while they clip more than the centred range would
         centred = quantiles is None and prefer_centred(q_lo, FEATURE_SPREAD)
         rng = make_rng(self.random_state)

@@ -119,19 +119,31 @@ class SearchPricing:
 
     def _shaped(self, est, rows: int, tuning: bool):
         """``est`` calibrated for ``rows`` public rows; on the subsample, its batch scaled."""
-        if tuning and self._cfg["strategy"] == "subsample":
+        if tuning and self._subsample_rows() is not None:
             return self._tuned_target().shaped_for_subsample(est, rows, self._cfg["n"])
         return est
+
+    def _subsample_rows(self) -> int | None:
+        """The tuning runs' ``public_n``: on a secret subsample, its public expected number
+        of training rows, which every run is priced and fitted for; else None."""
+        return self._cfg["tune_rows"] if self._cfg["strategy"] == "subsample" else None
+
+    def _subsample_fit_params(self) -> dict:
+        """A tuning run's fit parameters: ``public_n`` on a secret subsample, else none."""
+        rows = self._subsample_rows()
+        return {} if rows is None else {"public_n": rows}
 
     def _run_event(self, run_epsilon: float, score_noise: float | None = None):
         """Event of one tuning run at per-run budget ``run_epsilon``: training plus scoring."""
         cfg = self._cfg
+        sized = {"subsample": True} if self._subsample_rows() is not None else {}
         events = [
-            ComposedDpEvent(
-                [est.privacy_event(cfg["tune_rows"], cfg["d"]), self._score_event(score_noise)]
-            )
+            ComposedDpEvent([
+                est.privacy_event(cfg["tune_rows"], cfg["d"], **sized),
+                self._score_event(score_noise),
+            ])
             for est in self._runs(run_epsilon, cfg["tune_rows"], tuning=True)
-        ]
+        ]  # fmt: skip
         return events[0] if len(events) == 1 else RandomChoiceDpEvent(events)
 
     def _final_event(self, run_epsilon: float):

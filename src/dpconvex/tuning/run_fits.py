@@ -114,7 +114,7 @@ class SearchRuns:
                 # a run says nothing: a warning per run would count the runs, and one
                 # computed on the secret subsample (clipping, thin bounds) its size
                 warnings.simplefilter("ignore")
-                est.fit(X_train, y_train)
+                est.fit(X_train, y_train, **self._subsample_fit_params())
                 if self.scoring == "public":
                     return float(est.score(X_val, y_val)), params, est
                 correct = int(np.sum(est.predict(X_val) == y_val)) if len(y_val) else 0

@@ -249,10 +249,10 @@ class PrivateRandomSearch(
             return False
         probe = target.configure(clone(self.estimator), run_epsilon, self.delta)
         model = model_of(probe)
-        rows = cfg["tune_rows"]
-        if cfg["strategy"] == "subsample":
-            rows = model._public_n = cfg["n"]  # among methods that can run on a subsample
-        method, reason = model.chosen_method(rows, model_width(self.estimator, cfg["d"]))
+        subsample = cfg["strategy"] == "subsample"  # among methods that can run there
+        rows = cfg["n"] if subsample else cfg["tune_rows"]
+        width = model_width(self.estimator, cfg["d"])
+        method, reason = model.chosen_method(rows, width, subsample=subsample)
         previous = self._tuned()
         self._base = clone(self.estimator).set_params(**{target.model_param("method"): method})
         self._method = (method, reason)  # reported as method_ once the search is fitted

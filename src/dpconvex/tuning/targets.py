@@ -136,14 +136,13 @@ class Target:
         """A tuning run on a secret subsample of public expected size ``rows`` out of n.
 
         Every choice a step makes from the number of rows is made from ``rows``, never
-        from the subsample's actual (secret) size: the model is calibrated for it (and
-        DP-SGD keeps its sampling rate, its batch scaled by rows / n), the pipeline plans
-        for it, and an encoder's default quantiles are fixed from it.
+        from the subsample's actual (secret) size: the run is priced with
+        ``privacy_event(rows, d, subsample=True)`` and fitted with ``public_n=rows`` (the
+        model is calibrated for it, the pipeline plans for it); here DP-SGD keeps its
+        sampling rate (its batch scaled by rows / n) and an encoder's default quantiles
+        are fixed from ``rows``.
         """
         model = model_of(est)
-        model._public_n = rows
-        if self.pipeline:
-            est._public_n = rows
         params = model.get_params(deep=False)
         if params.get("method") == "dpsgd" and "batch_size" in params:
             model.set_params(batch_size=max(1, round(params["batch_size"] * rows / n)))
