@@ -9,7 +9,8 @@ Koskela & Wang (arXiv 2401.00583), §2, is
 
 normalized by the expected batch size q n (as Opacus does; the dataset size n is
 treated as public, as in every DP-SGD implementation); plain or Adam steps. The batch
-sums come from :mod:`dpconvex.data.batch_gradients`.
+sums come from :mod:`dpconvex.data.batch_gradients`; the steps run in the noisy-gradient
+loop every family shares (:func:`dpconvex.optim.noisy_gradient.noisy_gradient_run`).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from .. import _validation as v
 from ..data.batch_gradients import batch_gradient_kernel
 from ..data.sources import as_rows
 from ..losses import require_glm
+from ..optim.noisy_gradient import noisy_gradient_run, numbered_steps
 from .plan import Plan, PlanInputs
 
 OPTIMIZERS = ("adam", "sgd")
@@ -51,8 +53,8 @@ def dpsgd_runs(
     each is exactly the mechanism priced by :func:`dpconvex.accounting.dpsgd_event`
     with its own noise multiplier (or, with ``sampling_rate=None``, full-batch
     DP-GD, :func:`~dpconvex.mechanisms.dpgd.dpgd_event`); the runs are independent, as
-    Papernot-Steinke tuning requires. Running them together only shares the Python-level loop and
-    the matrix products. ``X`` may be a :class:`~dpconvex.data.sources.RowSource`
+    Papernot-Steinke tuning requires. Running them together only shares the Python-level
+    loop and the matrix products. ``X`` may be a :class:`~dpconvex.data.sources.RowSource`
     (then ``y=None``); out-of-core sources support full batches only.
 
     The noisy sum of clipped gradients is divided by ``sampling_rate * rows`` (the
@@ -78,33 +80,48 @@ def dpsgd_runs(
     rows = n if rows is None else v.positive("rows", rows)
     scale = 1.0 / ((1.0 if q is None else q) * rows)
     noise_std = (noise * clip)[:, None]
-    lr = rates[:, None]
-    theta = np.zeros((runs, d))
-    m = np.zeros((runs, d))
-    s = np.zeros((runs, d))
-    b1, b2, eps_adam = 0.9, 0.999, 1e-8
-    for t in range(1, steps + 1):
+    update = _optimizer_update(optimizer, rates[:, None])
+
+    # every step draws its rows (inside the kernel), then its noise, from ``rng``
+    def noisy_step(state, t, rng):
+        theta = state[0]
         grad = kernel.gradients(theta, rng)
         grad += noise_std * rng.standard_normal((runs, d))
         grad *= scale
         if lam:
             grad += lam * theta
-        if optimizer == "adam":  # in-place Adam (Kingma & Ba 2015)
-            m *= b1
-            m += (1 - b1) * grad
-            s *= b2
-            s += (1 - b2) * grad * grad
-            denom = np.sqrt(s * (1.0 / (1 - b2**t)))
-            denom += eps_adam
-            theta -= (lr / (1 - b1**t)) * m / denom
-        else:
-            theta -= lr * grad
-        if t % 64 == 0 or t == steps:
-            if not np.all(np.isfinite(theta)):
-                raise FloatingPointError(
-                    "DP-SGD diverged (non-finite iterate); lower the learning rate"
-                )
-    return theta
+        update(state, grad, t)
+        if (t % 64 == 0 or t == steps) and not np.all(np.isfinite(theta)):
+            raise FloatingPointError(
+                "DP-SGD diverged (non-finite iterate); lower the learning rate"
+            )
+        return state
+
+    start = (np.zeros((runs, d)), np.zeros((runs, d)), np.zeros((runs, d)))  # theta, m, s
+    return noisy_gradient_run(start, numbered_steps(steps), noisy_step, None, rng).last[0]
+
+
+def _optimizer_update(optimizer: str, lr: np.ndarray):
+    """``update((theta, m, s), grad, t)``: step t of plain gradient descent or of Adam
+    (Kingma & Ba, "Adam: a method for stochastic optimization", arXiv 1412.6980,
+    Algorithm 1, bias-corrected moments m and s), in place."""
+    b1, b2, eps_adam = 0.9, 0.999, 1e-8
+
+    def adam(state, grad, t):
+        theta, m, s = state
+        m *= b1
+        m += (1 - b1) * grad
+        s *= b2
+        s += (1 - b2) * grad * grad
+        denom = np.sqrt(s * (1.0 / (1 - b2**t)))
+        denom += eps_adam
+        theta -= (lr / (1 - b1**t)) * m / denom
+
+    def sgd(state, grad, t):
+        theta = state[0]
+        theta -= lr * grad
+
+    return adam if optimizer == "adam" else sgd
 
 
 class GradientPlan(Plan):
