@@ -146,6 +146,7 @@ class DpgdPlan(GradientPlan):
     """Noise multiplier for epochs x K full-batch Gaussian steps."""
 
     name = "dpgd"
+    release = staticmethod(dpgd)
     dask = True
 
     def __init__(self, inputs: PlanInputs):
@@ -170,20 +171,3 @@ class DpgdPlan(GradientPlan):
             "lam": self.lam,
         }
         self.event = dpgd_event(z, steps)
-
-    def run(self, X, y, rng):
-        p = self.params
-        return dpgd(
-            X,
-            y,
-            self.inputs.loss,
-            noise_multiplier=p["noise_multiplier"],
-            clip=p["clip"],
-            steps=p["steps"],
-            learning_rate=p["learning_rate"],
-            optimizer=self.setting("optimizer"),
-            lam=p["lam"],
-            rng=rng,
-            row_bound=self.inputs.row_bound,
-            rows=self.inputs.n,
-        )

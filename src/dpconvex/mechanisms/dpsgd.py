@@ -78,6 +78,7 @@ class DpsgdPlan(GradientPlan):
     """Noise multiplier for steps x K Poisson-subsampled Gaussian steps at rate batch/n."""
 
     name = "dpsgd"
+    release = staticmethod(dpsgd)
 
     def __init__(self, inputs: PlanInputs):
         super().__init__(inputs)
@@ -96,21 +97,3 @@ class DpsgdPlan(GradientPlan):
             "lam": self.lam,
         }
         self.event = dpsgd_event(z, q, steps)
-
-    def run(self, X, y, rng):
-        p = self.params
-        return dpsgd(
-            X,
-            y,
-            self.inputs.loss,
-            noise_multiplier=p["noise_multiplier"],
-            clip=p["clip"],
-            sampling_rate=p["sampling_rate"],
-            steps=p["steps"],
-            learning_rate=p["learning_rate"],
-            optimizer=self.setting("optimizer"),
-            lam=p["lam"],
-            rng=rng,
-            row_bound=self.inputs.row_bound,
-            rows=self.inputs.n,
-        )

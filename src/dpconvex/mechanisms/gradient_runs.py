@@ -15,6 +15,9 @@ loop every family shares (:func:`dpconvex.optim.noisy_gradient.noisy_gradient_ru
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import ClassVar
+
 import numpy as np
 
 from .. import _validation as v
@@ -22,6 +25,7 @@ from ..data.batch_gradients import batch_gradient_kernel
 from ..data.sources import as_rows
 from ..losses import require_glm
 from ..optim.noisy_gradient import noisy_gradient_run, numbered_steps
+from ..release import Release
 from .plan import Plan, PlanInputs
 
 OPTIMIZERS = ("adam", "sgd")
@@ -125,7 +129,14 @@ def _optimizer_update(optimizer: str, lr: np.ndarray):
 
 
 class GradientPlan(Plan):
-    """What DP-SGD's and DP-GD's plans share: the learning rate and the ridge lam."""
+    """What DP-SGD's and DP-GD's plans share: the learning rate, the ridge lam, the run.
+
+    A subclass sets ``params`` to the keyword arguments of its ``release`` (the method's
+    release function) beyond the loss, optimizer, generator, row bound and public n.
+    """
+
+    #: the method's release: ``release(X, y, loss, **params, optimizer=..., ...)``
+    release: ClassVar[Callable[..., Release]]
 
     # the noisy sum is divided by the public n of the plan, not by the rows given
     size_free = True
@@ -136,3 +147,15 @@ class GradientPlan(Plan):
         self.learning_rate = self.setting("learning_rate") or DEFAULT_LEARNING_RATE[optimizer]
         lam = self.setting("lam")
         self.lam = 0.0 if lam is None else float(lam)
+
+    def run(self, X, y, rng):
+        return self.release(
+            X,
+            y,
+            self.inputs.loss,
+            **self.params,
+            optimizer=self.setting("optimizer"),
+            rng=rng,
+            row_bound=self.inputs.row_bound,
+            rows=self.inputs.n,
+        )
