@@ -156,7 +156,7 @@ def calibration_tables(repeats: int) -> None:
     from dpconvex import DPLogisticRegression
     from dpconvex.accounting import calibrators, dpsgd_event, dpsgd_noise_multiplier, pld_grid
     from dpconvex.datasets import load_adult
-    from dpconvex.plans.amp import default_sigma_out, default_tau
+    from dpconvex.mechanisms.amp import default_sigma_out, default_tau
 
     X, _, y, _ = load_adult().split(test_size=0.2, seed=0)
     n = X.shape[0]

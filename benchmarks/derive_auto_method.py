@@ -26,9 +26,9 @@ prints the method auto picks at epsilon 0.1, 1 and 8 and its test accuracy besid
 
 ``rule`` reads the lines back and prints, per family, the table of winners (mean over
 seeds; a method within one standard error of the best counts as tied, ``=``), what
-:func:`dpconvex.plans.auto.choose_method` picks in each cell and its regret (best mean
+:func:`dpconvex.mechanisms.auto.choose_method` picks in each cell and its regret (best mean
 minus the mean of the pick), the mean regret of "DP-GD when there are at least c
-columns and the signal-to-noise ratio (:func:`dpconvex.plans.auto.signal_to_noise`) is
+columns and the signal-to-noise ratio (:func:`dpconvex.mechanisms.auto.signal_to_noise`) is
 below t, AMP otherwise" for c in {1, 15} and a range of t (how the thresholds were
 chosen), and the cells where the best method is no better than the constant baseline
 next to the ratio that predicts it.
@@ -159,7 +159,7 @@ def _stats(scores):
 
 
 def rule(args) -> None:
-    from dpconvex.plans.auto import choose_method, signal_to_noise
+    from dpconvex.mechanisms.auto import choose_method, signal_to_noise
 
     rows = [json.loads(line) for line in Path(args.load).read_text().splitlines() if line]
     cells, base = _cells(rows)
@@ -205,7 +205,7 @@ def rule(args) -> None:
 
 def _threshold_scan(task, keys, cells, k) -> None:
     """Mean regret of "DP-GD when columns >= c and n / (z d) < t, AMP otherwise"."""
-    from dpconvex.plans.auto import signal_to_noise
+    from dpconvex.mechanisms.auto import signal_to_noise
 
     means = {key: {m: float(np.mean(v)) for m, v in cells[key].items()} for key in keys}
     snrs = {key: signal_to_noise(task, key[1], key[2] + 1, key[3], DELTA) for key in keys}
@@ -230,7 +230,7 @@ def _threshold_scan(task, keys, cells, k) -> None:
 
 def _constant_cells(family, keys, cells, base, k) -> None:
     """Cells where no method beats the constant baseline, against the predicted SNR."""
-    from dpconvex.plans.auto import CONSTANT_SNR, signal_to_noise
+    from dpconvex.mechanisms.auto import CONSTANT_SNR, signal_to_noise
 
     task = "classification" if family == "logistic" else "regression"
     print("\nbest method no better than the constant (by more than 0.01 R^2 / 1 point):")

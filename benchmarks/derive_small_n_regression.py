@@ -5,7 +5,7 @@ Run:  python benchmarks/derive_small_n_regression.py grid [--data-seeds 3] [--ru
       python benchmarks/derive_small_n_regression.py table --load F.jsonl
       python benchmarks/derive_small_n_regression.py house [--seeds 5] [--configs ...]
 
-``grid`` runs full-batch DP-GD (:func:`dpconvex.mechanisms.dpsgd.dpsgd_runs`, the mechanism
+``grid`` runs full-batch DP-GD (:func:`dpconvex.mechanisms.gradient_runs.dpsgd_runs`, the mechanism
 of ``method="dpgd"``) on n in {200, 400, 1000, 3000}, d in {5, 15, 30} features (plus an
 intercept column of value 1), epsilon in {0.5, 1, 4, 16}, delta 1e-5, with each
 configuration of :data:`CONFIGS` (optimizer, step, steps T, ridge lam, clip C, all from the
@@ -25,7 +25,7 @@ steps exactly as the plan does. Three synthetic families, none of them the house
 
 Score: held-out R^2 (5,000 test rows), mean over data seeds x noise runs. ``table`` prints
 each configuration's mean R^2 per cell and its difference to the first one listed. The
-default DP-GD clip of :func:`dpconvex.plans.gradient.default_dpgd_clip` is ``adam_rho64``.
+default DP-GD clip of :func:`dpconvex.mechanisms.dpgd.default_dpgd_clip` is ``adam_rho64``.
 
 ``house`` is the check: the documented recipe ``make_table_model`` on the house tables of
 ``benchmarks/raw_table_recipes.py`` with a configuration's settings passed to the
@@ -52,8 +52,8 @@ import numpy as np  # noqa: E402
 
 from dpconvex.accounting import gaussian_noise_multiplier  # noqa: E402
 from dpconvex.losses import SquaredLoss  # noqa: E402
-from dpconvex.mechanisms.dpsgd import dpsgd_runs  # noqa: E402
-from dpconvex.plans.gradient import default_dpgd_steps  # noqa: E402
+from dpconvex.mechanisms.dpgd import default_dpgd_steps  # noqa: E402
+from dpconvex.mechanisms.gradient_runs import dpsgd_runs  # noqa: E402
 
 DELTA = 1e-5
 SIZES = (200, 400, 1000, 3000)
@@ -254,10 +254,12 @@ def table(args) -> None:
 
 def house(args) -> None:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import importlib
+
     from bench_raw_tables import fit_default
     from raw_table_recipes import HOUSE_VARIANTS, house_table
 
-    import dpconvex.plans.gradient as gradient
+    gradient = importlib.import_module("dpconvex.mechanisms.dpgd")  # "dpgd" is also a function
 
     print("| config | variant | eps | median R^2 | scores |")
     print("|---|---|---|---|---|")

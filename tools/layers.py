@@ -27,8 +27,8 @@ LAYERS: list[tuple[str, str, tuple[str, ...]]] = [
       "models.pipeline_files")),
     ("estimators", "scikit-learn estimators, the table encoder, the session record",
      ("models", "preprocessing")),
-    ("methods", "one plan and one release per method of the linear core",
-     ("plans", "mechanisms")),
+    ("methods", "one module per method of the linear core: its plan and its release",
+     ("mechanisms",)),
     ("families", "DP-SCO, DP-MBCD, mirror descent with public data, Langevin, counting",
      ("sco", "bcd", "public", "sampling", "queries")),
     ("data and optimization", "rows, batches, kernels and sources; table cells; noise; "

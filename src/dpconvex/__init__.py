@@ -8,6 +8,7 @@ from .budget import (
     LedgerFileWarning,
     LedgerTamperedError,
 )
+from .mechanisms import ConstantModelWarning
 from .models import DPHuberRegressor, DPLinearRegression, DPLogisticRegression
 from .models.clipping import ClippingWarning
 from .models.persist import ModelFileError, load_model, save_model
@@ -18,7 +19,6 @@ from .models.session import (
     session_spent,
 )
 from .pipeline import PrivatePipeline, Public, make_private_pipeline
-from .plans import ConstantModelWarning
 from .preprocessing import TableEncoder
 from .table_model import make_table_model
 from .tuning import NothingSelectedError, PrivateRandomSearch

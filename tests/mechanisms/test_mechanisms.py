@@ -252,7 +252,7 @@ def test_dpsgd_batch_kernels_sum_the_clipped_gradients_of_their_poisson_batches(
     against a per-run sum over the gathered rows (zero rows and empty batches included)."""
     import importlib
 
-    module = importlib.import_module("dpconvex.mechanisms.dpsgd")
+    module = importlib.import_module("dpconvex.data.batch_gradients")
     rng = np.random.default_rng(3)
     n, d, runs, clip = 300, 6, 4, 0.7
     X = np.where(rng.random((n, d)) < 0.4, rng.normal(size=(n, d)), 0.0)
@@ -300,7 +300,7 @@ def test_poisson_batches_keep_each_row_with_probability_q(runs):
 def test_full_batch_kernel_sums_every_clipped_gradient(sparse):
     import importlib
 
-    module = importlib.import_module("dpconvex.mechanisms.dpsgd")
+    module = importlib.import_module("dpconvex.data.batch_gradients")
     rng = np.random.default_rng(5)
     n, d, runs, clip = 120, 5, 3, 0.6
     X = np.where(rng.random((n, d)) < 0.5, rng.normal(size=(n, d)), 0.0)

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 from dpconvex import DPHuberRegressor, DPLinearRegression, DPLogisticRegression
+from dpconvex.mechanisms import PLANS, ConstantModelWarning, choose_method
+from dpconvex.mechanisms.auto import REGRESSION_SNR, TASK_METHODS, signal_to_noise
 from dpconvex.models.persist import ModelFileError, load_model, save_model
-from dpconvex.plans import PLANS, ConstantModelWarning, choose_method
-from dpconvex.plans.auto import REGRESSION_SNR, TASK_METHODS, signal_to_noise
 
 ESTIMATORS = (DPLogisticRegression, DPLinearRegression, DPHuberRegressor)
 # public sizes and budgets spanning the rule's regions (rows, features, epsilon)

@@ -10,7 +10,7 @@ from sklearn.metrics import r2_score
 from dpconvex import DPHuberRegressor, DPLinearRegression, DPLogisticRegression
 from dpconvex.accounting import gaussian_noise_multiplier
 from dpconvex.mechanisms import dpgd_event
-from dpconvex.plans.gradient import default_dpgd_steps
+from dpconvex.mechanisms.dpgd import default_dpgd_steps
 
 N, D, EPS, DELTA = 400, 15, 4.0, 1e-5
 

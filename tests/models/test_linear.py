@@ -9,7 +9,7 @@ from sklearn.datasets import make_classification
 
 from dpconvex import DPHuberRegressor, DPLinearRegression, DPLogisticRegression
 from dpconvex.accounting import AmpDpEvent, PrivacyAccountant, pld_grid
-from dpconvex.plans.amp import PAPER_SETTINGS
+from dpconvex.mechanisms.amp import PAPER_SETTINGS
 
 METHODS = ["amp", "output", "dpsgd", "dpgd"]
 

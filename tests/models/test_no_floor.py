@@ -72,7 +72,7 @@ def test_regressor_r2_follows_epsilon(regression, method):
 def test_amp_default_certificate_and_output_noise_are_derived(classification):
     """tau = 1e-12 n L is reached in float64; the output step costs ~1e-4 of the budget."""
     from dpconvex.accounting import ObjectivePerturbationDpEvent, PrivacyAccountant
-    from dpconvex.plans.amp import default_sigma_out, default_tau
+    from dpconvex.mechanisms.amp import default_sigma_out, default_tau
 
     X, y, _, _ = classification
     model = DPLogisticRegression(epsilon=1.0, random_state=0).fit(X, y)

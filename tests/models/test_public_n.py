@@ -7,8 +7,8 @@ from sklearn.base import BaseEstimator, TransformerMixin, clone
 from sklearn.datasets import make_classification, make_regression
 
 from dpconvex import DPLinearRegression, DPLogisticRegression, TableEncoder
+from dpconvex.mechanisms import PLANS
 from dpconvex.pipeline import make_private_pipeline
-from dpconvex.plans import PLANS
 from dpconvex.table_model import TargetBoundsRegressor
 
 PUBLIC_N = 400

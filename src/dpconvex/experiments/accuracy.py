@@ -35,8 +35,8 @@ import numpy as np
 from ..accounting import dpsgd_noise_multiplier
 from ..datasets import LOADERS, find_gisette, load_gisette
 from ..mechanisms import add_intercept, dpsgd_runs, steps_for_epochs, transform_rows
+from ..mechanisms.amp import PAPER_SETTINGS
 from ..models import DPLogisticRegression
-from ..plans.amp import PAPER_SETTINGS
 from .figures import pyplot
 
 EPSILONS = (0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0)

@@ -16,8 +16,7 @@ from .. import _validation as v
 from .._arrays import row_norms
 from ..data.dask_rows import is_dask_array
 from ..data.sources import InMemoryRows
-from ..mechanisms import transform_rows
-from ..plans import PLANS
+from ..mechanisms import PLANS, transform_rows
 
 
 class InMemory:

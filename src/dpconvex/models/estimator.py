@@ -1,6 +1,6 @@
 """The shared fitting logic of the private linear estimators (scikit-learn conventions).
 
-An estimator picks a calibrated plan (:mod:`dpconvex.plans`) from public quantities,
+An estimator picks a calibrated plan (:mod:`dpconvex.mechanisms`) from public quantities,
 charges its event before the rows are read, runs the plan's mechanism on a row source
 (in memory or on dask, :mod:`~.data_kinds`) once per one-vs-rest problem, checks that
 every run's event is the planned one and reports the accountant's epsilon.
@@ -20,11 +20,10 @@ from sklearn.utils.validation import check_is_fitted
 from .. import _validation as v
 from .._random import RANDOM_STATE_CONSTRAINT, make_rng
 from ..accounting import MAX_EPSILON, MIN_EPSILON, PrivacyAccountant, pld_grid
-from ..mechanisms import design_bound
+from ..mechanisms import PLANS, Plan, PlanInputs, design_bound
+from ..mechanisms.auto import resolve as resolve_auto
+from ..mechanisms.auto import task_of, warn_if_constant
 from ..optim import SOLVERS
-from ..plans import PLANS, Plan, PlanInputs
-from ..plans.auto import resolve as resolve_auto
-from ..plans.auto import task_of, warn_if_constant
 from .charge import charge
 from .clipping import warn_if_clipped
 from .data_kinds import dask_inputs, data_kind
@@ -185,7 +184,7 @@ class _DPLinearModel(BaseEstimator):
         """(method, reason): what a fit on data of this shape would run (no data read).
 
         The method given, or for ``method="auto"`` the choice of
-        :mod:`dpconvex.plans.auto` from these public sizes and the budget (with
+        :mod:`dpconvex.mechanisms.auto` from these public sizes and the budget (with
         ``subsample=True``, among the methods that can run on a secret subsample of
         public expected size n_samples, as ``fit(X, y, public_n=n_samples)``).
         """

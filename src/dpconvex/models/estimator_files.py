@@ -300,7 +300,7 @@ def _is_sampled_gaussian(e: de.DpEvent) -> bool:
 
 
 def _method_event(method: str, e: de.DpEvent) -> bool:
-    """Whether ``e`` is the event ``method`` produces for one problem (see dpconvex.plans)."""
+    """Whether ``e`` is the event ``method`` produces for one problem (see dpconvex.mechanisms)."""
     from ..accounting.events import AmpDpEvent
 
     gaussian = lambda x: type(x) is de.GaussianDpEvent  # noqa: E731

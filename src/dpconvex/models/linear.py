@@ -4,13 +4,13 @@ Methods (``method=``):
 
 * ``"auto"`` (the default) — one of the methods below, chosen from public quantities
   only (the task, n, d, the number of classes, epsilon, delta, whether the rows are a
-  dask array) by the rule of :mod:`dpconvex.plans.auto`, derived on synthetic data.
+  dask array) by the rule of :mod:`dpconvex.mechanisms.auto`, derived on synthetic data.
   The fitted model states its choice (``method_``) and why (``method_reason_``).
 * ``"amp"`` — Algorithm 1 of Redberg, Koskela & Wang (arXiv 2401.00583), approximate
   minima perturbation with gradient clipping at C = R (R the row bound including the
   intercept, sqrt 2 for unit rows plus a bias). (sigma, lam) by the paper's rule with
   noise factor f = 1.3 unless ``lam`` is given; the certificate tau and the output
-  noise follow the derived defaults of :mod:`dpconvex.plans.amp` (tau = 1e-12 n L,
+  noise follow the derived defaults of :mod:`dpconvex.mechanisms.amp` (tau = 1e-12 n L,
   so neither puts a floor under accuracy; the paper's tau = 0.01, sigma_out = 0.15
   are ``PAPER_SETTINGS`` there, for its experiments); PLD accounting by default.
 * ``"output"`` — output perturbation of a tau-certified regularized minimizer
@@ -19,7 +19,7 @@ Methods (``method=``):
 * ``"dpsgd"`` — DP-SGD with Poisson subsampling (expected batch ``batch_size``,
   ``epochs`` passes), per-example clipping at C, Adam or plain steps.
 * ``"dpgd"`` — full-batch DP-GD for ``epochs`` steps (default: derived from epsilon,
-  see :class:`dpconvex.plans.gradient.DpgdPlan`).
+  see :class:`dpconvex.mechanisms.dpgd.DpgdPlan`).
 
 Rows are transformed without privacy cost and never measured to set a bound:
 ``row_norm="normalize"`` (x/||x||), ``"clip"`` (to ``row_bound``) or ``"error"``
@@ -207,7 +207,7 @@ _REGRESSOR_DOC = """
     :class:`DPLogisticRegression`; the gradient clip C defaults to the row bound R
     (kappa = 1 on rows of norm R), except that DP-GD with Adam on least squares clips
     lower when its noise dominates (C = R clip((1/64) n / (z sqrt d), 1/8, 1), from public
-    n, d and the noise multiplier z: :func:`dpconvex.plans.gradient.default_dpgd_clip`).
+    n, d and the noise multiplier z: :func:`dpconvex.mechanisms.dpgd.default_dpgd_clip`).
 """
 
 
@@ -220,7 +220,7 @@ class DPLinearRegression(_DPRegressor):
     __doc__ = (
         """(epsilon, delta)-DP least squares.
 
-    ``method="auto"`` (default) runs AMP or DP-GD as :func:`dpconvex.plans.auto.ranking`
+    ``method="auto"`` (default) runs AMP or DP-GD as :func:`dpconvex.mechanisms.auto.ranking`
     chooses from the public sizes and the budget. ``"amp"`` minimizes the squared loss
     with clipped gradients by approximate objective perturbation; ``"output"``,
     ``"dpgd"`` and ``"dpsgd"`` do the same with other noise; clipped at C the squared

@@ -24,7 +24,7 @@ class DPLogisticRegression(ClassifierMixin, _DPLinearModel):
         Privacy budget of the whole fit (all classes together).
     method : {"auto", "amp", "output", "dpsgd", "dpgd"}
         "auto" (default: AMP or DP-GD, chosen from the public sizes and the budget by
-        :func:`dpconvex.plans.auto.ranking`), "amp", "output", "dpsgd" or "dpgd"; see the
+        :func:`dpconvex.mechanisms.auto.ranking`), "amp", "output", "dpsgd" or "dpgd"; see the
         module docstring.
     classes : list, optional
         The labels, declared without looking at the data (they are released with

@@ -3,7 +3,8 @@
 A run is a batch sampler, a noisy step and an event builder:
 
 * the sampler ``sampler(rng)`` yields the batches (row indices, or ``None`` for the
-  full batch), drawing its randomness lazily, before each batch's noise;
+  full batch), drawing its randomness lazily, before each batch's noise; or, for a step
+  that draws its own batch, only the step's number (:func:`numbered_steps`);
 * the step ``step(state, batch, rng)`` forms the noisy (clipped) gradient of the batch and
   returns the next state; it draws the noise from the same ``rng``, so the order of the
   draws is the sampler's, then the step's, batch after batch;
@@ -12,8 +13,9 @@ A run is a batch sampler, a noisy step and an event builder:
   arXiv 1607.00133; disjoint shuffled batches, parallel composition; the full batch,
   the Gaussian mechanism).
 
-Users: the clipped DP-SGD baseline of DP-SCO (:func:`dpconvex.sco.clipped_dpsgd`),
-DP-SGD on a ReLU network (:func:`dpconvex.bcd.sgd_mlp`) and PDA-DPMD
+Users: DP-SGD and DP-GD of the linear core (:func:`dpconvex.mechanisms.dpsgd_runs`),
+the clipped DP-SGD baseline of DP-SCO (:func:`dpconvex.sco.clipped_dpsgd`), DP-SGD on a
+ReLU network (:func:`dpconvex.bcd.sgd_mlp`) and PDA-DPMD
 (:func:`dpconvex.public.pda_dpmd`).
 """
 
@@ -55,6 +57,13 @@ def shuffled_batches(n: int, batches: int, epochs: int) -> BatchSampler:
 def full_batches(steps: int) -> BatchSampler:
     """``steps`` full batches (``None``): no sampling, nothing drawn."""
     return lambda rng: itertools.repeat(None, steps)
+
+
+def numbered_steps(steps: int) -> BatchSampler:
+    """The step numbers 1..``steps``, nothing drawn: for a step that draws its own batch
+    (e.g. Poisson batches of many runs at once) and needs its number (Adam's bias
+    correction)."""
+    return lambda rng: range(1, steps + 1)
 
 
 def noisy_gradient_run(

@@ -26,7 +26,7 @@ from ..accounting import (
     calibrate,
     tuned_event,
 )
-from ..plans import PLANS
+from ..mechanisms import PLANS
 from .defaults import FALLBACK_STEPS, resolve_settings
 from .targets import Target, is_pipeline, target_of
 

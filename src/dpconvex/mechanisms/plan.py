@@ -30,7 +30,7 @@ class PlanInputs:
     C; ``settings`` the estimator's hyperparameters (lam, tau, epochs, ...), read-only.
     ``dask`` says whether the rows are a row-chunked dask array and ``subsample`` whether
     the run is on a secret subsample of public expected size ``n``; both are public and
-    read only by the plan that picks a method (:class:`dpconvex.plans.auto.AutoPlan`).
+    read only by the plan that picks a method (:class:`dpconvex.mechanisms.auto.AutoPlan`).
     """
 
     epsilon: float

@@ -1,18 +1,27 @@
-"""Gradient-descent plans: Poisson-subsampled DP-SGD and full-batch DP-GD."""
+"""DP-GD (full-batch noisy clipped gradient descent) for GLM losses: its plan and release.
+
+Every step sums the clipped gradients of all rows and adds Gaussian noise z C: T
+Gaussian mechanisms of sensitivity C, composed exactly (:func:`dpgd_event`).
+:class:`DpgdPlan` calibrates z for T steps, with T and, for least squares, the clip
+derived from public quantities (:func:`default_dpgd_steps`, :func:`default_dpgd_clip`).
+The rows may live in memory or out of core (one pass per step).
+"""
 
 from __future__ import annotations
 
 import math
 
-from ..accounting import dpsgd_event, dpsgd_noise_multiplier, gaussian_noise_multiplier
-from ..mechanisms import dpgd, dpgd_event, dpsgd, steps_for_epochs
-from .base import Plan, PlanInputs
+import numpy as np
+from dp_accounting.dp_event import DpEvent, GaussianDpEvent, SelfComposedDpEvent
 
-#: default learning rates by optimizer (the DP-SGD settings of the experiments of
-#: Redberg, Koskela & Wang, arXiv 2401.00583, §5)
-DEFAULT_LEARNING_RATE = {"adam": 0.02, "sgd": 0.5}
-#: DP-SGD's default number of passes over the data (60 "epochs", same source)
-DEFAULT_DPSGD_EPOCHS = 60
+from .. import _validation as v
+from ..accounting import gaussian_noise_multiplier
+from ..data.sources import as_rows
+from ..losses import require_glm
+from ..release import Release
+from .gradient_runs import GradientPlan, dpsgd_runs
+from .plan import PlanInputs
+
 #: DP-GD's derived step count is kept in [DPGD_MIN_STEPS, DPGD_MAX_STEPS] (compute)
 DPGD_MIN_STEPS, DPGD_MAX_STEPS = 100, 1000
 #: DP-GD's default clip for least squares with Adam, as a fraction of the row bound R:
@@ -84,64 +93,60 @@ def default_dpgd_steps(n: int, d: int, epsilon: float, delta: float) -> int:
     return int(min(DPGD_MAX_STEPS, max(DPGD_MIN_STEPS, math.ceil(target))))
 
 
-class _GradientPlan(Plan):
-    # the noisy sum is divided by the public n of the plan, not by the rows given
-    size_free = True
-
-    def __init__(self, inputs: PlanInputs):
-        super().__init__(inputs)
-        optimizer = self.setting("optimizer")
-        self.learning_rate = self.setting("learning_rate") or DEFAULT_LEARNING_RATE[optimizer]
-        lam = self.setting("lam")
-        self.lam = 0.0 if lam is None else float(lam)
+def dpgd_event(noise_multiplier: float, steps: int) -> DpEvent:
+    """``steps`` full-batch Gaussian steps of sensitivity 1 (in units of the clip C)."""
+    return SelfComposedDpEvent(GaussianDpEvent(noise_multiplier), steps)
 
 
-class DpsgdPlan(_GradientPlan):
-    """Noise multiplier for steps x K Poisson-subsampled Gaussian steps at rate batch/n."""
+def dpgd(
+    X,
+    y,
+    loss,
+    *,
+    noise_multiplier: float,
+    clip: float,
+    steps: int,
+    learning_rate: float,
+    row_bound: float,
+    rng: np.random.Generator,
+    optimizer: str = "adam",
+    lam: float = 0.0,
+    rows: int | None = None,
+) -> Release:
+    """DP-GD: ``steps`` full-batch noisy clipped gradient steps; each is a Gaussian mechanism.
 
-    name = "dpsgd"
-
-    def __init__(self, inputs: PlanInputs):
-        super().__init__(inputs)
-        q = min(1.0, self.setting("batch_size") / inputs.n)
-        steps = steps_for_epochs(self.setting("epochs") or DEFAULT_DPSGD_EPOCHS, q)
-        z = dpsgd_noise_multiplier(
-            inputs.epsilon, inputs.delta, q, steps * inputs.k,
-            accounting=inputs.accounting, rtol=2e-4,
-        )  # fmt: skip
-        self.params = {
-            "noise_multiplier": z,
-            "sampling_rate": q,
-            "steps": steps,
-            "clip": inputs.clip,
-            "learning_rate": self.learning_rate,
-            "lam": self.lam,
-        }
-        self.event = dpsgd_event(z, q, steps)
-
-    def run(self, X, y, rng):
-        p = self.params
-        return dpsgd(
-            X,
-            y,
-            self.inputs.loss,
-            noise_multiplier=p["noise_multiplier"],
-            clip=p["clip"],
-            sampling_rate=p["sampling_rate"],
-            steps=p["steps"],
-            learning_rate=p["learning_rate"],
-            optimizer=self.setting("optimizer"),
-            lam=p["lam"],
-            rng=rng,
-            row_bound=self.inputs.row_bound,
-            rows=self.inputs.n,
-        )
+    ``steps`` Gaussian mechanisms of sensitivity C and noise z C compose exactly
+    into one of noise z / sqrt(steps). ``X`` may be a
+    :class:`~dpconvex.data.sources.RowSource` (then ``y=None``): out of core,
+    each step is one pass over the rows.
+    """
+    noise_multiplier = v.positive("noise_multiplier", noise_multiplier)
+    steps = v.positive_int("steps", steps)
+    data = as_rows(X, y, require_glm(loss), row_bound)
+    theta = dpsgd_runs(
+        data,
+        None,
+        loss,
+        noise_multiplier=noise_multiplier,
+        clip=clip,
+        sampling_rate=None,
+        steps=steps,
+        learning_rates=learning_rate,
+        optimizer=optimizer,
+        lam=lam,
+        row_bound=row_bound,
+        rng=rng,
+        rows=rows,
+    )[0]
+    info = {"n_iter": steps, "noise_multiplier": noise_multiplier, "passes": data.passes}
+    return Release(theta, dpgd_event(noise_multiplier, steps), info)
 
 
-class DpgdPlan(_GradientPlan):
+class DpgdPlan(GradientPlan):
     """Noise multiplier for epochs x K full-batch Gaussian steps."""
 
     name = "dpgd"
+    release = staticmethod(dpgd)
     dask = True
 
     def __init__(self, inputs: PlanInputs):
@@ -166,20 +171,3 @@ class DpgdPlan(_GradientPlan):
             "lam": self.lam,
         }
         self.event = dpgd_event(z, steps)
-
-    def run(self, X, y, rng):
-        p = self.params
-        return dpgd(
-            X,
-            y,
-            self.inputs.loss,
-            noise_multiplier=p["noise_multiplier"],
-            clip=p["clip"],
-            steps=p["steps"],
-            learning_rate=p["learning_rate"],
-            optimizer=self.setting("optimizer"),
-            lam=p["lam"],
-            rng=rng,
-            row_bound=self.inputs.row_bound,
-            rows=self.inputs.n,
-        )

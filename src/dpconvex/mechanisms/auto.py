@@ -17,9 +17,10 @@ import warnings
 from ..losses import GLMLoss, HuberLoss, SquaredLoss
 from .adassp import AdasspPlan
 from .amp import AmpPlan
-from .base import Plan, PlanInputs
-from .gradient import DpgdPlan, DpsgdPlan
-from .output import OutputPlan
+from .dpgd import DpgdPlan
+from .dpsgd import DpsgdPlan
+from .output_perturbation import OutputPlan
+from .plan import Plan, PlanInputs
 
 _CANDIDATES: dict[str, type[Plan]] = {
     p.name: p for p in (AmpPlan, OutputPlan, DpsgdPlan, DpgdPlan, AdasspPlan)
@@ -100,7 +101,7 @@ def ranking(task: str, n: int, d: int, epsilon: float, delta: float, k: int = 1)
     keeps the rule the linear family gave before DP-GD's least-squares clip rule (mean
     regret 0.016 R^2 there, AMP always 0.049); the clip rule does not apply to it. Least
     squares, rerun after DP-GD's clip rule
-    (:func:`~dpconvex.plans.gradient.default_dpgd_clip`): of the 58 cells with r < 150,
+    (:func:`~dpconvex.mechanisms.dpgd.default_dpgd_clip`): of the 58 cells with r < 150,
     at every width (d = 5 included), DP-GD was best or within one standard error of the
     best in 55 (the other 3 at r <= 0.31, where every method is at the constant) and beat
     AMP in 56; of the 32 cells with r >= 150 AMP was best or tied in 31. Mean regret
