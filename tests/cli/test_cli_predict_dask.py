@@ -124,6 +124,12 @@ def test_a_directory_of_parquet_files_is_read_file_by_file(files, tmp_path, caps
     dask = _predict(files, capsys, "reg.json", "parts", "price", tmp_path / "d.csv", "--dask")
     assert (tmp_path / "d.csv").read_bytes() == (tmp_path / "m.csv").read_bytes()
     assert math.isclose(dask["r2"], memory["r2"], rel_tol=1e-12)
+    (tmp_path / "t.pq").write_bytes((files / "t.parquet").read_bytes())  # .pq is Parquet too
+    pq = _predict(
+        tmp_path, capsys, files / "reg.json", "t.pq", "price", tmp_path / "q.csv", "--dask"
+    )
+    assert (tmp_path / "q.csv").read_bytes() == (tmp_path / "m.csv").read_bytes()
+    assert math.isclose(pq["r2"], memory["r2"], rel_tol=1e-12)
 
 
 def _refused(capsys, argv):
@@ -144,7 +150,8 @@ def test_refusals_are_one_line_name_the_column_and_leave_no_file(files, tmp_path
         path.write_text(header + "".join(",".join(map(str, r)) + "\n" for r in edited))
         return path
 
-    out = tmp_path / "pred.csv"
+    out, empty = tmp_path / "pred.csv", tmp_path / "f.csv"
+    empty.write_text(header)
     cases = [
         ("cls.json", table("a.csv", 40, 1, SECRET), "bought", "column 'age' is declared numeric"),
         ("cls.json", table("b.csv", 40, 5, SECRET), "bought", "b.csv: the target column "
@@ -155,6 +162,7 @@ def test_refusals_are_one_line_name_the_column_and_leave_no_file(files, tmp_path
         ("num.json", table("e.csv", 40, 4, SECRET), None, "e.csv: column 'price' holds text"),
         ("cls.json", files / "n.csv", None, "columns ['city', 'income'] not in"),
         ("cls.json", files / "t.csv", "label", "columns ['label'] not in"),
+        ("cls.json", empty, None, "f.csv has no data rows"),
     ]  # fmt: skip
     for model, data, target, match in cases:
         argv = ["predict", "--model", files / model, "--data", data, "--out", out, "--dask"]

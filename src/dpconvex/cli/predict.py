@@ -57,7 +57,8 @@ from .predict_dask import check_target_classes, predict_out_of_core
     is_flag=True,
     help="For a file larger than memory: read it with dask a part at a time (a Parquet file "
     "or directory of them, or a CSV file or glob) and write each part's predictions to --out "
-    "as they come, so memory holds a few parts of about 16 MB, never the whole file. Same "
+    "as they come, so memory holds a few parts (about 16 MB of CSV text, or one Parquet file, "
+    "each), never the whole file. Same "
     "predictions and scores as without it; for files that fit in memory, leave it out "
     '(faster to start). Needs: pip install "dpconvex[dask]".',
 )

@@ -64,6 +64,8 @@ def predict_out_of_core(
             for predictions, stats in dask.compute(*batch, **({} if client else _THREADS)):
                 writer.write(predictions)
                 totals.add(stats)
+        if totals.n == 0:
+            raise ValueError(f"{data} has no data rows")
     return totals.summary()
 
 
@@ -76,8 +78,12 @@ def _client(scheduler: str | None):
 
     if not scheduler:
         return contextlib.nullcontext(None)
-    from dask.distributed import Client
-
+    try:
+        from dask.distributed import Client
+    except ImportError:
+        raise ValueError(
+            '--scheduler needs dask.distributed: pip install "dpconvex[dask]"'
+        ) from None
     return Client(scheduler)
 
 
