@@ -19,6 +19,7 @@ from .options import (
     json_option,
     mkdir_option,
 )
+from .predict_dask import check_target_classes, predict_out_of_core
 
 
 @click.command("predict")
@@ -34,7 +35,7 @@ from .options import (
     required=True,
     help="CSV file with a header row, or Parquet file (.parquet, .pq), that holds the model's "
     "columns, by name (other columns are ignored): the schema's raw columns for a model "
-    "fitted with --schema, else the numeric feature columns; or \"adult\" for all rows of "
+    'fitted with --schema, else the numeric feature columns; or "adult" for all rows of '
     "the bundled Adult data.",
 )
 @click.option(
@@ -48,29 +49,57 @@ from .options import (
     type=click.Path(dir_okay=False),
     default=None,
     help="CSV file for the predictions (one column, prediction). Default: print them, one "
-    "per line.",
+    "per line (with --dask, --out is required).",
+)
+@click.option(
+    "--dask",
+    "use_dask",
+    is_flag=True,
+    help="For a file larger than memory: read it with dask a part at a time (a Parquet file "
+    "or directory of them, or a CSV file or glob) and write each part's predictions to --out "
+    "as they come, so memory holds a few parts (about 16 MB of CSV text, or one Parquet file, "
+    "each), never the whole file. Same "
+    "predictions and scores as without it; for files that fit in memory, leave it out "
+    '(faster to start). Needs: pip install "dpconvex[dask]".',
+)
+@click.option(
+    "--scheduler",
+    default=None,
+    help="With --dask: address of a running dask scheduler whose workers can read --data "
+    "(default: no cluster, threads in this process).",
 )
 @force_option
 @mkdir_option
 @json_option
-def predict(model_file, data, target, out, force, mkdir, as_json):
+def predict(model_file, data, target, out, use_dask, scheduler, force, mkdir, as_json):
     """Apply a model saved by `dpconvex fit` to new rows and print the predictions.
 
     Prediction uses only the released model, so it costs no further privacy. A model
-    fitted with --schema reads the raw columns and encodes them as in training.
+    fitted with --schema reads the raw columns and encodes them as in training. With
+    --target, a label outside the model's classes is an error.
     """
     from sklearn.base import ClassifierMixin
 
     from ..models.persist import load_model
 
+    if use_dask:
+        _check_dask_options(data, out)
+    elif scheduler is not None:
+        raise ValueError("--scheduler is for --dask")
     if out is not None:
         _check_output(out, force=force, mkdir=mkdir)
-    if data != "adult":
+    if data != "adult" and not use_dask:
         data = str(input_file(data, "--data"))
     model = load_model(model_file)
     final = model[-1] if hasattr(model, "steps") else model
     regression = not isinstance(final, ClassifierMixin)
+    if use_dask:
+        summary = _predict_dask(model_file, model, data, target, out, scheduler)
+        _emit({"model_file": str(model_file), "data": str(data), **summary}, as_json)
+        return
     X, y = _predict_rows(model_file, model, data, target, regression)
+    if y is not None and not regression:
+        check_target_classes(y, final.classes_, Path(data).name, target)
     predictions = model.predict(X)
     summary = {"model_file": str(model_file), "data": str(data), "n_rows": int(len(predictions))}
     if y is not None:
@@ -88,6 +117,33 @@ def predict(model_file, data, target, out, force, mkdir, as_json):
         if scores:
             shown = ", ".join(f"{k} {v:.6g}" for k, v in scores.items())
             click.echo(f"{shown} on {len(plain)} rows", err=True)
+
+
+def _check_dask_options(data: str, out) -> None:
+    if out is None:
+        raise ValueError(
+            "--dask writes the predictions to a file: give --out FILE (a table larger than "
+            "memory has too many predictions to print)"
+        )
+    if data == "adult":
+        raise ValueError("--dask reads a CSV or Parquet file; predict on adult without --dask")
+
+
+def _predict_dask(model_file, model, data: str, target, out: str, scheduler) -> dict:
+    """The summary of ``predict --dask``: the predictions written to ``out``."""
+    from ..models.persist import read_model_record
+
+    schema = hasattr(model, "steps")
+    if schema:
+        names = [c.name for c in model[0].schema_.columns]
+    else:
+        names = read_model_record(model_file).get("feature_names")
+        if names is None:
+            raise ValueError(f"{model_file} does not list its feature columns; cannot read a file")
+    summary = predict_out_of_core(
+        model, list(names), data, target, out, schema=schema, scheduler=scheduler
+    )
+    return {**summary, "predictions_file": str(out)}
 
 
 def _predict_rows(model_file, model, data: str, target, regression: bool):

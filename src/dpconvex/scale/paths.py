@@ -6,7 +6,8 @@ from pathlib import Path
 
 
 def _is_parquet(text: str) -> bool:
-    return text.endswith(".parquet") or Path(text).is_dir()
+    """A Parquet file (.parquet or .pq, as the in-memory readers take it) or a directory."""
+    return text.lower().endswith((".parquet", ".pq")) or Path(text).is_dir()
 
 
 def _csv_files(text: str) -> tuple[list[str], list[str]]:
