@@ -18,7 +18,10 @@ mechanism quantiles into the range the model clips and scales the targets by?
   for the one estimate) and the range (0, 2 m);
 * ``.../quartile``: the spread u = m - l from the lower quartile l (the first centred
   rule); without it u is the private median of |x - m| (the current rule,
-  :func:`dpconvex.preprocessing.quantile.private_centre`). Same event either way.
+  :func:`dpconvex.preprocessing.quantile.private_centre`). Same event either way;
+* ``share s`` (only with ``--shares``): the current rule with a fixed share s of epsilon
+  for the bounds instead of the derived default share (:func:`dpconvex.preprocessing.
+  default_share`), which was derived for the two ends' rule; run against the default.
 
 Synthetic tables only (not the benchmark's stand-ins): the generator of
 ``derive_target_bounds.py`` (one lognormal feature in log with both ends estimated, four
@@ -114,6 +117,11 @@ def table(n: int, seed: int, family: float):
 def fit_pipeline(cand, Xtr, ytr, search, eps, seed):
     """``ends``/``centred``: make_table_model with the candidate's constants."""
     kind, _, statistic = cand[0].partition("/")
+    if kind == "share":
+        return make_table_model(
+            schema(), n_samples=len(ytr), epsilon=eps, delta=1e-5, task="regression",
+            y_search_range=search, random_state=seed, encoder_share=cand[1],
+        ).fit(Xtr, ytr)  # fmt: skip
     tm.TARGET_WEIGHT = cand[-1]
     if kind != "ends":
         tm.TARGET_SPREAD = cand[1]
@@ -184,10 +192,15 @@ def main() -> None:
     parser.add_argument("--jsonl", help="append each cell's scores to this file")
     parser.add_argument("--candidates", nargs="+", help="labels to run (default: all)")
     parser.add_argument("--report", help="only print the tables of a --jsonl file")
+    parser.add_argument(
+        "--shares", nargs="+", type=float, help="the default against these fixed shares"
+    )
     args = parser.parse_args()
     if args.report:
         return report(args.report)
     chosen = [c for c in CANDIDATES if not args.candidates or label(c) in args.candidates]
+    if args.shares:
+        chosen = [("centred+features", 3.0, 2.0)] + [("share", s) for s in args.shares]
     warnings.simplefilter("ignore")
     ns, epss = ((300,), (1.0,)) if args.quick else ((300, 500, 1000), (0.5, 1.0, 4.0))
     defaults = (tm.TARGET_WEIGHT, tm.TARGET_SPREAD)
@@ -223,9 +236,15 @@ def main() -> None:
     print_regrets({(f, n, e, label(c)): m for (f, n, e, c), m in medians.items()})
 
 
+def _ordered(labels: set) -> list:
+    """Candidate labels in CANDIDATES' order, then the others (``share s``) sorted."""
+    order = [label(c) for c in CANDIDATES]
+    return sorted(labels, key=lambda x: (order.index(x), "") if x in order else (len(order), x))
+
+
 def print_regrets(medians: dict) -> None:
     """Mean regret of each candidate over the cells where every candidate ran."""
-    labels = sorted({k[3] for k in medians}, key=lambda x: [label(c) for c in CANDIDATES].index(x))
+    labels = _ordered({k[3] for k in medians})
     cells = sorted({k[:3] for k in medians if all(k[:3] + (c,) in medians for c in labels)})
 
     def regret(cand, cs) -> float:
@@ -247,7 +266,7 @@ def report(path: str) -> None:
         rows = [json.loads(line) for line in f]
     medians = {(r["family"], r["n"], r["eps"], r["candidate"]): float(np.median(r["r2"]))
                for r in rows}  # fmt: skip
-    labels = [label(c) for c in CANDIDATES if any(k[3] == label(c) for k in medians)]
+    labels = _ordered({k[3] for k in medians})
     print("| family | n | eps | " + " | ".join(labels) + " |")
     print("|---|---|---|" + "---|" * len(labels))
     order = list(FAMILIES)
