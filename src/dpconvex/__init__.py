@@ -8,7 +8,7 @@ from .budget import (
     LedgerFileWarning,
     LedgerTamperedError,
 )
-from .mechanisms import ConstantModelWarning
+from .mechanisms.auto import ConstantModelWarning
 from .models import DPHuberRegressor, DPLinearRegression, DPLogisticRegression
 from .models.clipping import ClippingWarning
 from .models.persist import ModelFileError, load_model, save_model

@@ -6,8 +6,13 @@ import warnings
 import numpy as np
 import pytest
 
-from dpconvex import DPHuberRegressor, DPLinearRegression, DPLogisticRegression
-from dpconvex.mechanisms import PLANS, ConstantModelWarning, choose_method
+from dpconvex import (
+    ConstantModelWarning,
+    DPHuberRegressor,
+    DPLinearRegression,
+    DPLogisticRegression,
+)
+from dpconvex.mechanisms import PLANS, choose_method
 from dpconvex.mechanisms.auto import REGRESSION_SNR, TASK_METHODS, signal_to_noise
 from dpconvex.models.persist import ModelFileError, load_model, save_model
 

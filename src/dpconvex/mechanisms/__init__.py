@@ -16,7 +16,7 @@ from ..data.policy import add_intercept, design_bound, design_rows, transform_ro
 from ..release import Release
 from .adassp import AdasspPlan
 from .amp import AmpPlan, amp
-from .auto import AutoPlan, ConstantModelWarning, choose_method
+from .auto import AutoPlan, choose_method
 from .dpgd import DpgdPlan, dpgd, dpgd_event
 from .dpsgd import DpsgdPlan, dpsgd, steps_for_epochs
 from .gradient_runs import DEFAULT_LEARNING_RATE, dpsgd_runs
@@ -30,7 +30,6 @@ PLANS: dict[str, type[Plan]] = {
 __all__ = [
     "DEFAULT_LEARNING_RATE",
     "PLANS",
-    "ConstantModelWarning",
     "Plan",
     "PlanInputs",
     "Release",
