@@ -70,6 +70,32 @@ def test_read_frame_keeps_text_and_reads_every_row_once(tmp_path, table, kind):
     assert again.compute()["job"].tolist() == a["job"].tolist()  # the seed fixes the split
 
 
+def test_a_parquet_bool_column_reads_as_the_words_the_in_memory_reader_gives(tmp_path):
+    """Old code: read_frame made a bool column 1.0 / 0.0 while the in-memory reader gives
+    the encoder "true" / "false", so a schema declaring the categories ("true", "false")
+    encoded the same file differently out of core (every flag fell in no category)."""
+    from dpconvex.datasets.parquet import load_parquet_cells
+    from dpconvex.preprocessing import TableEncoder
+
+    flags = [True, False, None, True, True, False] * 50
+    x = np.linspace(-1.0, 1.0, len(flags))
+    path = tmp_path / "b.parquet"
+    pq.write_table(pa.table({"x": x, "flag": pa.array(flags, type=pa.bool_())}), path)
+    got = read_frame(path).compute()
+    cells, _ = load_parquet_cells(path, ["x", "flag"])
+    words = ["" if f is None else str(f).lower() for f in flags]
+    assert cells[:, 1].tolist() == words  # the in-memory reader's cells
+    assert got["flag"].dtype == "category"
+    assert got["flag"].astype(object).fillna("").tolist() == words
+    schema = {"columns": [{"name": "x", "type": "numeric", "bounds": [-1, 1]},
+                          {"name": "flag", "type": "categorical",
+                           "categories": ["true", "false"]}]}  # fmt: skip
+    enc = TableEncoder(schema).fit(cells)
+    out_of_core = enc.transform(read_frame(path, ["x", "flag"])).compute()
+    np.testing.assert_array_equal(out_of_core, enc.transform(cells))
+    assert np.abs(out_of_core[:, 1:]).sum() > 0  # the flags are encoded, not all "other"
+
+
 def test_split_frame_is_the_split_read_table_makes(tmp_path):
     rng = np.random.default_rng(1)
     frame = pd.DataFrame({"a": rng.normal(size=500), "label": rng.integers(0, 2, 500)})

@@ -27,10 +27,13 @@ def read_frame(path: str | Path, columns: list[str] | None = None, *, blocksize=
     all), for instance the schema's columns and the target. For
     :class:`~dpconvex.preprocessing.TableEncoder` and :func:`split_frame`.
 
-    * Parquet: integer, float and bool columns (plain or dictionary-encoded) become
-      float64 with NaN where missing; string columns stay text, as pandas categories
-      (each distinct text held once per partition) with NaN where missing; any other
-      type is refused naming the column. Every
+    * Parquet: integer and float columns (plain or dictionary-encoded) become float64
+      with NaN where missing; string columns stay text, as pandas categories (each
+      distinct text held once per partition) with NaN where missing; bool columns
+      become the texts "true" and "false" (categories, NaN where missing), the words
+      the in-memory reader (:func:`dpconvex.datasets.parquet.load_parquet_cells`) gives
+      the encoder, so a schema reads them alike in and out of core; any other type is
+      refused naming the column. Every
       file's footer is checked against the first's before anything is read, as by
       :func:`read_parquet` (regular files inside the directory, the same columns and
       types), and a file is refused when its footer promises a partition of more than
@@ -58,9 +61,7 @@ def read_frame(path: str | Path, columns: list[str] | None = None, *, blocksize=
     size = _blocksize(blocksize)
     if _is_parquet(text):
         files, schema, names, rows = _checked_parquet(Path(text), None, wanted, text=True)
-        kinds = tuple(
-            "category" if _frame_kind(schema.field(c).type) == "text" else "number" for c in names
-        )
+        kinds = tuple(_frame_kind(schema.field(c).type) for c in names)
         _check_frame_sizes(files, rows, names)
         parts = [(file, count) for file, count in zip(files, rows, strict=True)]
         reader = _ParquetPart(tuple(names), kinds)
@@ -145,7 +146,20 @@ def _blocksize(blocksize) -> int:
 
 
 def _frame_kind(arrow_type) -> str:
-    return "number" if _numeric(arrow_type) else "text"
+    """How read_frame holds a Parquet column: "number", "boolean" (read as the words
+    "true"/"false") or "category" (text)."""
+    import pyarrow.types as pt
+
+    if pt.is_dictionary(arrow_type):
+        arrow_type = arrow_type.value_type
+    if pt.is_boolean(arrow_type):
+        return "boolean"
+    return "number" if _numeric(arrow_type) else "category"
+
+
+def _reads_as(arrow_type, kind: str) -> bool:
+    """Whether a column read from a file has the kind its footer promised."""
+    return _frame_kind(arrow_type) == kind if kind != "category" else _is_text(arrow_type)
 
 
 def _check_frame_sizes(files, rows, columns: list[str]) -> None:
@@ -201,11 +215,16 @@ def _frame_of(table, names, kinds):
     import pyarrow as pa
 
     columns = []
+    import pyarrow.compute as pc
+
+    columns = []
     for column, kind in zip(table.columns, kinds, strict=True):
+        if kind in ("number", "boolean") and pa.types.is_dictionary(column.type):
+            column = column.cast(column.type.value_type)
         if kind == "number":
-            if pa.types.is_dictionary(column.type):
-                column = column.cast(column.type.value_type)
             column = column.cast(pa.float64())
+        elif kind == "boolean":  # the in-memory reader's words; missing stays missing
+            column = pc.if_else(column, "true", "false").dictionary_encode()
         columns.append(column)
     frame = pa.table(columns, names=list(names)).to_pandas()
     text = _text_dtype()
@@ -228,7 +247,7 @@ class _ParquetPart:
             (path, label), rows, list(self.names), numeric=False, nulls=True, dictionary=text
         )
         for name, column, kind in zip(self.names, table.columns, self.kinds, strict=True):
-            if not (_numeric(column.type) if kind == "number" else _is_text(column.type)):
+            if not _reads_as(column.type, kind):
                 raise ValueError(
                     f"{label}: column {name!r} reads as {column.type}, not as its footer says"
                 )
