@@ -416,23 +416,19 @@ class TargetBoundsRegressor(RegressorMixin, BaseEstimator):
         )
         rng = make_rng(self.random_state)
         fwd, back = _target_scale(lower)
-        a, b = fwd(lower), fwd(upper)
-        scaled = np.clip(fwd(np.clip(y, lower, upper)), a, b)
-
-        def quantile(q: float) -> float:
-            return float(back(private_quantile(scaled, q, each, a, b, rng)))
-
+        clipped = np.clip(y, lower, upper)
         if self._centred(lower) and prefer_centred(
             target_quantiles(each, rows)[0], TARGET_SPREAD
         ):  # the default, while the two ends' quantiles would clip more
-            clipped = np.clip(y, lower, upper)
             median, unit = private_centre(clipped, each, lower, upper, rng, (fwd, back))
             low, high = centred_target_bounds(median, unit, lower, upper)
         else:
+            a, b = fwd(lower), fwd(upper)
+            scaled = np.clip(fwd(clipped), a, b)
             qs = self.quantiles or target_quantiles(each, rows)
             ends = list(self.y_bounds)
             for k in self._todo():
-                ends[k] = quantile(qs[k])
+                ends[k] = float(back(private_quantile(scaled, qs[k], each, a, b, rng)))
             low, high = sorted(float(e) for e in ends)  # post-processing
         self.y_bounds_ = widened_target_bounds(low, high, lower, upper)
         self.model_ = clone(self.model).set_params(y_bounds=self.y_bounds_, y_bound=None)
